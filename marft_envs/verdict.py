@@ -1,0 +1,30 @@
+"""The verdict type shared by every verifier (math checker, code sandbox)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a verifier concluded about one response.
+
+    ``score`` is the reward in [0, 1] (1.0/0.0 for math; the fraction of tests
+    passed or all-or-nothing for code). ``infra_error`` marks verdicts the policy
+    is not to blame for (a dead Docker daemon, say): trainers should drop them,
+    never score them as failures.
+    """
+
+    correct: bool
+    answer: str | None
+    reason: str
+    score: float = 0.0
+    elapsed: float = 0.0
+    infra_error: bool = False
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["details"] = dict(self.details)
+        return d
