@@ -1,0 +1,498 @@
+"""Pure tensor functions for the MARFT / MARFT-shared / IPPO trainer core.
+
+Every function takes and returns tensors, has no state and touches no model, in the
+style of verl's ``core_algos.py``. Shapes use these letters:
+
+- ``B``: batch (episodes, or agent sequences for IPPO, or actions for token losses)
+- ``L``: agent turns (actions) of one episode in play order, padded
+- ``T``: tokens, padded
+
+Masks are 1 (or True) on real entries and 0 on padding. Padding never changes a
+result: padded entries are replaced, not multiplied, so even NaN/inf padding is
+harmless, and every output is 0 on padding. The maths is in
+``docs/baselines_algorithms.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "NonFiniteError",
+    "check_finite",
+    "masked_sum",
+    "masked_mean",
+    "masked_var",
+    "masked_whiten",
+    "round_end_from_agents",
+    "sequential_gae",
+    "independent_gae",
+    "token_level_gae",
+    "ppo_policy_loss",
+    "clipped_value_loss",
+    "entropy_bonus",
+    "kl_penalty",
+]
+
+
+# ---------------------------------------------------------------------------
+# errors
+
+
+class NonFiniteError(FloatingPointError):
+    """A loss, advantage or gradient holds NaN or inf."""
+
+
+def check_finite(name: str, tensor: Tensor) -> Tensor:
+    """Raise :class:`NonFiniteError` naming ``name`` if ``tensor`` has NaN or inf.
+
+    Args:
+        name: what the tensor is (``"agent/reasoner_0/policy_loss"``), used in the message.
+        tensor: any shape.
+
+    Returns:
+        ``tensor`` unchanged, so calls can be chained.
+    """
+    finite = torch.isfinite(tensor)
+    if bool(finite.all()):
+        return tensor
+    n_nan = int(torch.isnan(tensor).sum())
+    n_inf = int(torch.isinf(tensor).sum())
+    raise NonFiniteError(
+        f"{name} is not finite: {n_nan} NaN and {n_inf} inf of {tensor.numel()} values "
+        f"(shape {tuple(tensor.shape)}, dtype {tensor.dtype}). Usual causes: a learning rate "
+        "too high (lower algo.lr / algo.critic_lr), float16 without loss scaling (use "
+        "model.dtype=float32 or bfloat16), non-finite rewards from the environment, or a "
+        "clip range so wide that exp(logp - old_logp) overflows."
+    )
+
+
+# ---------------------------------------------------------------------------
+# masked statistics
+
+
+def _as_bool(mask: Tensor, like: Tensor) -> Tensor:
+    if mask.shape != like.shape:
+        raise ValueError(f"mask shape {tuple(mask.shape)} != values shape {tuple(like.shape)}")
+    return mask.bool()
+
+
+def masked_sum(values: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
+    """Sum of ``values`` over entries where ``mask`` is set.
+
+    Args:
+        values: any shape ``S``.
+        mask: shape ``S``; 1 on real entries.
+        dim: reduce over this dimension only; ``None`` reduces over everything.
+
+    Returns:
+        Scalar, or ``S`` without ``dim``.
+    """
+    m = _as_bool(mask, values)
+    picked = torch.where(m, values, torch.zeros((), dtype=values.dtype, device=values.device))
+    return picked.sum() if dim is None else picked.sum(dim=dim)
+
+
+def masked_mean(values: Tensor, mask: Tensor, dim: int | None = None) -> Tensor:
+    """Mean of ``values`` over real entries (0 where there are none).
+
+    Args:
+        values: any shape ``S``.
+        mask: shape ``S``.
+        dim: as in :func:`masked_sum`.
+
+    Returns:
+        Scalar, or ``S`` without ``dim``.
+    """
+    m = _as_bool(mask, values)
+    count = m.sum() if dim is None else m.sum(dim=dim)
+    return masked_sum(values, m, dim) / count.clamp(min=1).to(values.dtype)
+
+
+def masked_var(values: Tensor, mask: Tensor, unbiased: bool = True) -> Tensor:
+    """Variance of ``values`` over all real entries (scalar).
+
+    Args:
+        values: any shape ``S``.
+        mask: shape ``S``.
+        unbiased: Bessel's correction (divide by n - 1) when n > 1.
+
+    Returns:
+        Scalar; 0 when fewer than two real entries.
+    """
+    m = _as_bool(mask, values)
+    mean = masked_mean(values, m)
+    sq = masked_sum((values - mean) ** 2, m)
+    n = m.sum()
+    denom = (n - 1) if unbiased else n
+    if int(n) < 2:
+        return torch.zeros((), dtype=values.dtype, device=values.device)
+    return sq / denom.to(values.dtype)
+
+
+def masked_whiten(
+    values: Tensor, mask: Tensor, shift_mean: bool = True, eps: float = 1e-8
+) -> Tensor:
+    """Normalise ``values`` to mean 0, std 1 using statistics of real entries only.
+
+    Args:
+        values: any shape ``S`` (typically advantages ``[B, T]`` or ``[B, L]``).
+        mask: shape ``S``.
+        shift_mean: subtract the mean (if False, only divide by the std, then the
+            mean is added back, as in verl).
+        eps: added to the variance.
+
+    Returns:
+        Shape ``S``; padded entries are 0.
+    """
+    m = _as_bool(mask, values)
+    mean = masked_mean(values, m)
+    var = masked_var(values, m)
+    out = (values - mean) * torch.rsqrt(var + eps)
+    if not shift_mean:
+        out = out + mean
+    return torch.where(m, out, torch.zeros_like(out))
+
+
+# ---------------------------------------------------------------------------
+# advantages
+
+
+def round_end_from_agents(mask: Tensor, num_agents: int) -> Tensor:
+    """Mark the last turn of every round in play-ordered episodes.
+
+    Turn ``l`` (0-based) ends a round when ``(l + 1) % num_agents == 0``; the last real
+    turn of a row always ends its round too (an episode cut mid-round).
+
+    Args:
+        mask: ``[B, L]`` real turns, right-padded.
+        num_agents: agents per round.
+
+    Returns:
+        ``[B, L]`` bool; False on padding.
+    """
+    if num_agents < 1:
+        raise ValueError(f"num_agents must be >= 1, got {num_agents}")
+    m = mask.bool()
+    idx = torch.arange(m.shape[-1], device=m.device)
+    by_position = ((idx + 1) % num_agents == 0).expand_as(m)
+    lengths = m.sum(dim=-1, keepdim=True)
+    last = idx.expand_as(m) == (lengths - 1)
+    return (by_position | last) & m
+
+
+def _gae(
+    rewards: Tensor,
+    values: Tensor,
+    mask: Tensor,
+    discount: Tensor,
+    trace: Tensor,
+    bootstrap: Tensor | None,
+) -> tuple[Tensor, Tensor]:
+    """Generalised advantage estimation with a per-step discount and trace factor.
+
+    ``A_t = delta_t + discount_t * trace_t * A_next``, ``delta_t = r_t +
+    discount_t * V_next - V_t``, where "next" is the next REAL step of the row
+    (padding is skipped) and after the last real step ``V_next = bootstrap`` (0
+    when None) and ``A_next = 0``. ``discount_t`` and ``trace_t`` are the factors on
+    the edge from step t to its successor. All inputs ``[B, N]``; bootstrap ``[B]``.
+    """
+    for name, t in (("values", values), ("mask", mask), ("discount", discount), ("trace", trace)):
+        if t.shape != rewards.shape:
+            raise ValueError(
+                f"{name} shape {tuple(t.shape)} != rewards shape {tuple(rewards.shape)}"
+            )
+    m = mask.bool()
+    zero = torch.zeros((), dtype=values.dtype, device=values.device)
+    r = torch.where(m, rewards.to(values.dtype), zero)
+    v = torch.where(m, values, zero)
+    batch, steps = rewards.shape
+    if bootstrap is None:
+        next_value = torch.zeros(batch, dtype=values.dtype, device=values.device)
+    else:
+        if bootstrap.shape != (batch,):
+            raise ValueError(f"bootstrap must have shape ({batch},), got {tuple(bootstrap.shape)}")
+        next_value = bootstrap.to(values.dtype)
+    next_adv = torch.zeros(batch, dtype=values.dtype, device=values.device)
+    advantages = torch.zeros_like(v)
+    for t in reversed(range(steps)):
+        real = m[:, t]
+        g = discount[:, t].to(values.dtype)
+        delta = r[:, t] + g * next_value - v[:, t]
+        adv = delta + g * trace[:, t].to(values.dtype) * next_adv
+        advantages[:, t] = torch.where(real, adv, zero)
+        next_value = torch.where(real, v[:, t], next_value)
+        next_adv = torch.where(real, adv, next_adv)
+    returns = torch.where(m, advantages + v, zero)
+    return advantages, returns
+
+
+@torch.no_grad()
+def sequential_gae(
+    rewards: Tensor,
+    values: Tensor,
+    mask: Tensor,
+    round_end: Tensor,
+    gamma: float,
+    lam: float,
+    bootstrap: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Action-level GAE with MARFT's sequential (agent-by-agent) decomposition.
+
+    Each row is one episode's agent turns flattened in play order (round 0 agent 0,
+    agent 1, ..., round 1 agent 0, ...). Agent i's value bootstraps from its successor's
+    value in the same round with no discount; the round's last agent bootstraps from
+    the next round's first agent with discount ``gamma``; the last real turn bootstraps
+    from ``bootstrap`` (a truncated episode) or 0 (terminated). ``lam`` applies on
+    every edge.
+
+    Args:
+        rewards: ``[B, L]`` reward of each turn.
+        values: ``[B, L]`` critic value of each turn (its role-conditioned context).
+        mask: ``[B, L]`` 1 on real turns (right padding).
+        round_end: ``[B, L]`` 1 at the last turn of each round
+            (see :func:`round_end_from_agents`).
+        gamma: discount between rounds.
+        lam: GAE lambda.
+        bootstrap: ``[B]`` value after the last real turn, or None for 0.
+
+    Returns:
+        ``(advantages, returns)``, both ``[B, L]`` and 0 on padding; no gradient.
+    """
+    discount = torch.where(
+        round_end.bool(),
+        torch.full_like(values, gamma),
+        torch.ones_like(values),
+    )
+    return _gae(rewards, values, mask, discount, torch.full_like(values, lam), bootstrap)
+
+
+@torch.no_grad()
+def independent_gae(
+    rewards: Tensor,
+    values: Tensor,
+    mask: Tensor,
+    gamma: float,
+    lam: float,
+    bootstrap: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Action-level GAE for IPPO: one agent's own turns, its own critic.
+
+    Each row is ONE agent's turns of one episode (one per round), so every edge is a
+    round boundary: plain GAE with discount ``gamma``. No sequential decomposition.
+
+    Args:
+        rewards: ``[B, L]`` the agent's reward per turn.
+        values: ``[B, L]`` the agent's own critic's value per turn.
+        mask: ``[B, L]`` 1 on real turns (right padding).
+        gamma: discount between the agent's turns.
+        lam: GAE lambda.
+        bootstrap: ``[B]`` value after the last real turn, or None for 0.
+
+    Returns:
+        ``(advantages, returns)``, both ``[B, L]`` and 0 on padding; no gradient.
+    """
+    return sequential_gae(
+        rewards, values, mask, torch.ones_like(mask, dtype=torch.bool), gamma, lam, bootstrap
+    )
+
+
+@torch.no_grad()
+def token_level_gae(
+    token_rewards: Tensor,
+    token_values: Tensor,
+    token_mask: Tensor,
+    action_end: Tensor,
+    round_end: Tensor,
+    gamma: float,
+    lam: float,
+    token_gamma: float = 1.0,
+    token_lam: float = 1.0,
+    bootstrap: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Token-level GAE across the agents' actions of one episode.
+
+    Each row is one episode's response tokens, every action's tokens concatenated in
+    play order. Inside an action the edge from a token to the next uses ``token_gamma``
+    and ``token_lam``; from an action's last token to the next action's first token it
+    uses discount 1 (same round) or ``gamma`` (round end) and ``lam``, exactly as
+    :func:`sequential_gae`. With ``token_gamma = token_lam = 1`` and each action's
+    reward on its last token, the returns at each action's first token equal the
+    action-level returns (the consistency property; see the docs).
+
+    Args:
+        token_rewards: ``[B, T]`` (usually 0 except the last token of an action).
+        token_values: ``[B, T]`` critic value per token.
+        token_mask: ``[B, T]`` 1 on real tokens.
+        action_end: ``[B, T]`` 1 at the last token of each action.
+        round_end: ``[B, T]`` 1 at the last token of each round's last action (a
+            subset of ``action_end``).
+        gamma, lam: between actions, as in :func:`sequential_gae`.
+        token_gamma, token_lam: inside an action.
+        bootstrap: ``[B]`` value after the last real token, or None for 0.
+
+    Returns:
+        ``(advantages, returns)``, both ``[B, T]`` and 0 on padding; no gradient.
+    """
+    ends = action_end.bool()
+    if bool((round_end.bool() & ~ends).any()):
+        raise ValueError("round_end is set on a token that is not an action_end")
+    ones = torch.ones_like(token_values)
+    between = torch.where(round_end.bool(), ones * gamma, ones)
+    discount = torch.where(ends, between, ones * token_gamma)
+    trace = torch.where(ends, ones * lam, ones * token_lam)
+    return _gae(token_rewards, token_values, token_mask, discount, trace, bootstrap)
+
+
+# ---------------------------------------------------------------------------
+# losses
+
+
+def _broadcast_like(x: Tensor, like: Tensor) -> Tensor:
+    """Let per-action quantities ``[B]`` apply to every token ``[B, T]``."""
+    while x.dim() < like.dim():
+        x = x.unsqueeze(-1)
+    return x.expand_as(like)
+
+
+def ppo_policy_loss(
+    logp: Tensor,
+    old_logp: Tensor,
+    advantages: Tensor,
+    mask: Tensor,
+    clip_eps: float,
+    clip_eps_high: float | None = None,
+) -> tuple[Tensor, dict[str, float]]:
+    """PPO clipped surrogate loss, token-mean over real tokens.
+
+    ``loss = mean_t max(-A_t r_t, -A_t clip(r_t, 1 - eps, 1 + eps_high))`` with
+    ``r_t = exp(logp_t - old_logp_t)``; the mean is over all real tokens of the batch
+    (each token weighs the same, so long responses weigh more than short ones).
+
+    Args:
+        logp: ``[B, T]`` log-probabilities of the taken tokens under the current policy
+            (carries the gradient).
+        old_logp: ``[B, T]`` the same under the rollout policy (no gradient needed).
+        advantages: ``[B, T]`` per token, or ``[B]`` per action (broadcast over tokens).
+        mask: ``[B, T]`` 1 on real response tokens.
+        clip_eps: lower clip range.
+        clip_eps_high: upper clip range (DAPO's clip-higher); defaults to ``clip_eps``.
+
+    Returns:
+        ``(loss, stats)``; loss is a scalar; stats (floats): ``clipfrac`` (share of real
+        tokens where the clipped branch is active), ``approx_kl`` (mean old_logp - logp),
+        ``ratio_mean``, ``ratio_max``.
+    """
+    eps_high = clip_eps if clip_eps_high is None else clip_eps_high
+    adv = _broadcast_like(advantages, logp).detach()
+    m = _as_bool(mask, logp)
+    zero = torch.zeros((), dtype=logp.dtype, device=logp.device)
+    # Padding may hold anything: zero the log-ratio there so exp() cannot overflow.
+    log_ratio = torch.where(m, logp - old_logp.detach(), zero)
+    ratio = torch.exp(log_ratio)
+    unclipped = -adv * ratio
+    clipped = -adv * torch.clamp(ratio, 1.0 - clip_eps, 1.0 + eps_high)
+    per_token = torch.maximum(unclipped, clipped)
+    loss = masked_mean(per_token, m)
+    with torch.no_grad():
+        stats = {
+            "clipfrac": float(masked_mean((clipped > unclipped).to(logp.dtype), m)),
+            "approx_kl": float(masked_mean(-log_ratio, m)),
+            "ratio_mean": float(masked_mean(ratio, m)),
+            "ratio_max": float(torch.where(m, ratio, zero).max()) if m.any() else 0.0,
+        }
+    return loss, stats
+
+
+def clipped_value_loss(
+    values: Tensor,
+    old_values: Tensor,
+    returns: Tensor,
+    mask: Tensor,
+    clip_eps: float | None,
+) -> tuple[Tensor, dict[str, float]]:
+    """PPO clipped value loss, ``0.5 * max((V - R)^2, (V_clip - R)^2)`` mean over real entries.
+
+    ``V_clip = old_V + clamp(V - old_V, -clip_eps, clip_eps)``; ``clip_eps=None`` gives
+    the plain squared error.
+
+    Args:
+        values: ``[B, T]`` or ``[B]`` current critic values (carry the gradient).
+        old_values: same shape, the values at rollout time.
+        returns: same shape, GAE returns (targets).
+        mask: same shape, 1 on real entries.
+        clip_eps: value clip range, or None.
+
+    Returns:
+        ``(loss, stats)``; stats: ``vf_clipfrac``, ``value_mean``, ``return_mean``,
+        ``explained_variance``.
+    """
+    m = _as_bool(mask, values)
+    zero = torch.zeros((), dtype=values.dtype, device=values.device)
+    old = torch.where(m, old_values.detach(), zero)
+    target = torch.where(m, returns.detach(), zero)
+    v = torch.where(m, values, zero)
+    err = (v - target) ** 2
+    if clip_eps is None:
+        per = err
+        clipfrac = torch.zeros((), dtype=values.dtype)
+    else:
+        v_clip = old + torch.clamp(v - old, -clip_eps, clip_eps)
+        err_clip = (v_clip - target) ** 2
+        per = torch.maximum(err, err_clip)
+        clipfrac = masked_mean((err_clip > err).to(values.dtype), m)
+    loss = 0.5 * masked_mean(per, m)
+    with torch.no_grad():
+        var_r = masked_var(target, m)
+        ev = 1.0 - masked_var(target - v, m) / var_r if float(var_r) > 0 else torch.tensor(0.0)
+        stats = {
+            "vf_clipfrac": float(clipfrac),
+            "value_mean": float(masked_mean(v, m)),
+            "return_mean": float(masked_mean(target, m)),
+            "explained_variance": float(ev),
+        }
+    return loss, stats
+
+
+def entropy_bonus(entropy: Tensor, mask: Tensor) -> Tensor:
+    """Mean per-token entropy over real tokens (the loss subtracts ``ent_coef`` times it).
+
+    Args:
+        entropy: ``[B, T]`` entropy of the policy's next-token distribution.
+        mask: ``[B, T]``.
+
+    Returns:
+        Scalar.
+    """
+    return masked_mean(entropy, mask)
+
+
+def kl_penalty(
+    logp: Tensor, ref_logp: Tensor, kind: Literal["k1", "k2", "k3"] = "k3"
+) -> Tensor:
+    """Per-token estimate of KL(policy || reference) from sampled-token log-probs.
+
+    With ``d = logp - ref_logp`` (Schulman's estimators): ``k1 = d`` (unbiased, can be
+    negative), ``k2 = d^2 / 2`` (low variance, biased), ``k3 = exp(-d) - 1 + d``
+    (unbiased, always >= 0). Reduce with :func:`masked_mean`.
+
+    Args:
+        logp: ``[B, T]`` policy log-probabilities of the sampled tokens.
+        ref_logp: ``[B, T]`` reference (base model, adapters disabled) log-probabilities.
+        kind: ``"k1"``, ``"k2"`` or ``"k3"``.
+
+    Returns:
+        ``[B, T]`` per-token penalty.
+    """
+    d = logp - ref_logp.detach()
+    if kind == "k1":
+        return d
+    if kind == "k2":
+        return 0.5 * d * d
+    if kind == "k3":
+        # clamp keeps exp() finite when the policy drifted far from the reference
+        return torch.exp(torch.clamp(-d, max=20.0)) - 1.0 + d
+    raise ValueError(f"unknown KL estimator {kind!r}; valid: 'k1', 'k2', 'k3'")
