@@ -1,0 +1,29 @@
+"""marft-envs: Flex-MG multi-agent text environments for reinforcement fine-tuning of LLM teams.
+
+    import marft_envs
+    env = marft_envs.make("math-3agent")       # a pettingzoo.AECEnv
+    marft_envs.pprint_registry()
+
+This package needs only gymnasium, pettingzoo and sympy: it never imports torch.
+"""
+
+from .episode import Episode, Turn
+from .flexmg import FlexMGEnv
+from .registry import EnvSpec, make, pprint_registry, register, registry, spec
+from .spaces import UnicodeText
+from .vector import Batch, VectorFlexEnv, make_vec
+from .verdict import Verdict
+from .verifiers import Verifier, get_verifier, register_verifier
+from .workflow import Role, Workflow, get_workflow, register_workflow, workflow_names
+from .envs import register_builtin_envs
+
+__version__ = "0.1.0"
+
+register_builtin_envs()
+
+__all__ = [
+    "Batch", "EnvSpec", "Episode", "FlexMGEnv", "Role", "Turn", "UnicodeText", "VectorFlexEnv",
+    "Verdict", "Verifier", "Workflow", "get_verifier", "get_workflow", "make", "make_vec",
+    "pprint_registry", "register", "register_verifier", "register_workflow", "registry", "spec",
+    "workflow_names", "__version__",
+]

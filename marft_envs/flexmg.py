@@ -1,0 +1,351 @@
+"""The Flex-MG environment: a PettingZoo AEC game where LLM agents act in order.
+
+One AEC turn is one agent's whole response (a string); a round is every agent acting once in
+order. After the last agent of a round, the verifier grades the answering agent's response and
+the reward is attributed (``reward_to``). The episode ends when the answer is right or after
+``horizon`` rounds (``terminated``); ``truncated`` only when something outside the task stopped it
+(a turn limit, or a verifier infrastructure error).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from typing import Any, Mapping
+
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils import AgentSelector
+
+import tasks
+from tasks import Dataset, Task
+
+from .episode import Episode, Turn
+from .prompts import chat_messages, prompt_text, transcript_text, user_text
+from .spaces import UnicodeText
+from .verdict import Verdict
+from .verifiers import FEEDBACK_MODES, get_verifier
+from .workflow import Workflow, get_workflow
+
+REWARD_TO = ("team", "last", "answerer")
+
+
+def _task_index(seed: int, episode_index: int, n: int) -> int:
+    """Per-item seeding: the task of episode k after ``reset(seed=s)`` depends on (s, k) only."""
+    digest = hashlib.sha256(f"{seed}:{episode_index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % n
+
+
+def coerce_action(action: Any, max_chars: int) -> tuple[str, str | None]:
+    """Turn whatever a policy sent into a string; return it with a note when it was altered."""
+    if action is None:
+        return "", "none_action"
+    if isinstance(action, bytes):
+        return action.decode("utf-8", errors="replace")[:max_chars], "bytes_action"
+    if not isinstance(action, str):
+        return "", f"non_string_action:{type(action).__name__}"
+    # Lone surrogates cannot be encoded by tokenizers or JSON writers; replace them.
+    try:
+        action.encode("utf-8")
+    except UnicodeEncodeError:
+        action = action.encode("utf-8", errors="replace").decode("utf-8")
+    if len(action) > max_chars:
+        return action[:max_chars], "action_truncated"
+    return action, None
+
+
+class FlexMGEnv(AECEnv):
+    """A team of LLM agents on one task per episode (see the module docstring).
+
+    Args:
+        dataset: a ``tasks`` dataset name or a :class:`tasks.Dataset`.
+        split: dataset split (``"test"``, ``"train"``, ...).
+        workflow: a workflow name or a :class:`Workflow` (roles, order, dependency matrix).
+        verifier: a verifier name (``"math"``) or an object with ``grade``/``feedback``.
+        horizon: rounds per episode.
+        feedback: ``"none"``, ``"verdict"`` or ``"tests"`` (code): the message shown between rounds.
+        reward_to: ``"team"`` (every agent gets the team reward), ``"last"`` or ``"answerer"``.
+        roles: ``False`` gives every agent the same generic prompt (the roles ablation).
+        seed: default seed of the first ``reset()``.
+        stop_on_correct: end the episode at the first correct round (default) or play all rounds.
+        max_turns: an outside turn limit; reaching it before the end truncates the episode.
+        max_action_chars: longer actions are cut to this length (noted in ``infos``).
+    """
+
+    metadata = {"name": "flexmg_v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
+
+    def __init__(
+        self,
+        *,
+        dataset: str | Dataset = "arith",
+        split: str = "test",
+        workflow: str | Workflow = "math-trio",
+        verifier: str | Any = "math",
+        horizon: int = 1,
+        feedback: str = "none",
+        reward_to: str = "team",
+        roles: bool = True,
+        seed: int | None = None,
+        stop_on_correct: bool = True,
+        max_turns: int | None = None,
+        max_action_chars: int = 200_000,
+        data_dir: str | None = None,
+        dataset_kwargs: Mapping[str, Any] | None = None,
+        verifier_kwargs: Mapping[str, Any] | None = None,
+        render_mode: str | None = None,
+    ):
+        super().__init__()
+        if not isinstance(horizon, int) or horizon < 1:
+            raise ValueError(f"horizon must be an integer >= 1, got {horizon!r}")
+        if feedback not in FEEDBACK_MODES:
+            raise ValueError(f"feedback must be one of {FEEDBACK_MODES}, got {feedback!r}")
+        if reward_to not in REWARD_TO:
+            raise ValueError(f"reward_to must be one of {REWARD_TO}, got {reward_to!r}")
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        if max_turns is not None and max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1 or None, got {max_turns!r}")
+
+        wf = get_workflow(workflow)
+        self.workflow: Workflow = wf if roles else wf.without_roles()
+        self.dataset: Dataset = (
+            dataset if isinstance(dataset, Dataset)
+            else tasks.load(dataset, split=split, data_dir=data_dir, **dict(dataset_kwargs or {}))
+        )
+        if len(self.dataset) == 0:
+            raise ValueError(f"Dataset {self.dataset.name!r} split {self.dataset.split!r} is empty")
+        if self.dataset.kind != self.workflow.task_kind:
+            raise ValueError(
+                f"Workflow {self.workflow.name!r} is for {self.workflow.task_kind} tasks but dataset "
+                f"{self.dataset.name!r} holds {self.dataset.kind} tasks"
+            )
+        self.verifier = get_verifier(verifier, **dict(verifier_kwargs or {}))
+        if feedback == "tests" and self.dataset.kind != "code":
+            raise ValueError("feedback='tests' needs a code environment; use 'none' or 'verdict' for math")
+
+        self.horizon = horizon
+        self.feedback_mode = feedback
+        self.reward_to = reward_to
+        self.stop_on_correct = stop_on_correct
+        self.max_turns = max_turns
+        self.max_action_chars = max_action_chars
+        self.render_mode = render_mode
+
+        self.possible_agents = self.workflow.agent_ids()
+        n = len(self.possible_agents)
+        text = UnicodeText()
+        entry = spaces.Dict({"agent": UnicodeText(), "role": UnicodeText(), "position": spaces.Discrete(n),
+                             "action": UnicodeText()})
+        past = spaces.Dict({"agent": UnicodeText(), "role": UnicodeText(), "position": spaces.Discrete(n),
+                            "round": spaces.Discrete(horizon), "action": UnicodeText()})
+        self.observation_spaces = {
+            a: spaces.Dict({
+                "prompt": UnicodeText(), "problem": UnicodeText(), "agent": UnicodeText(),
+                "role": UnicodeText(), "round": spaces.Discrete(horizon), "position": spaces.Discrete(n),
+                "predecessors": spaces.Sequence(entry), "history": spaces.Sequence(past),
+                "feedback": UnicodeText(),
+            })
+            for a in self.possible_agents
+        }
+        self.action_spaces = {a: UnicodeText(max_length=max_action_chars) for a in self.possible_agents}
+        self.state_space = text
+
+        self._seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
+        self._episode_index = -1
+        self.task: Task | None = None
+        self._history: list[dict[str, Any]] = []
+        self._turns: list[Turn] = []
+        self._feedbacks: list[str] = []
+        self._verdicts: list[dict[str, Any]] = []
+        self.round = 0
+        self.agents = []
+        self._truncated = False
+        self.spec = None  # set by make()
+
+    # -- PettingZoo API -------------------------------------------------------------------------
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Start an episode. ``options={"task_id": ...}`` (or ``"task_index"``) pins the task."""
+        if seed is not None:
+            self._seed, self._episode_index = int(seed), 0
+        else:
+            self._episode_index += 1
+        # Other option keys are ignored, as PettingZoo's api_test requires.
+        options = dict(options or {})
+        if "task_id" in options:
+            self.task = self.dataset.by_id(options["task_id"])
+        elif "task_index" in options:
+            self.task = self.dataset[int(options["task_index"])]
+        else:
+            self.task = self.dataset[_task_index(self._seed, self._episode_index, len(self.dataset))]
+
+        self.agents = self.possible_agents[:]
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {"task_id": self.task.id, "round": 0} for a in self.agents}
+        self.round = 0
+        self._history, self._turns, self._feedbacks, self._verdicts = [], [], [], []
+        self._truncated = False
+        self._selector = AgentSelector(self.agents)
+        self.agent_selection = self._selector.reset()
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        """What ``agent`` sees now: the rendered prompt plus the same facts as structured data."""
+        return self._view(agent)[1]
+
+    def messages(self, agent: str) -> list[dict[str, str]]:
+        """The same view as :meth:`observe`, as chat messages for a tokenizer's chat template."""
+        instructions, _, user = self._view(agent)
+        return chat_messages(instructions, user)
+
+    def _view(self, agent: str) -> tuple[str, dict[str, Any], str]:
+        """(role instructions, observation dict, user text) for ``agent``."""
+        if agent not in self.possible_agents:
+            raise KeyError(f"Unknown agent {agent!r}; agents: {self.possible_agents}")
+        i = self.possible_agents.index(agent)
+        role = self.workflow.roles[i]
+        problem = self.task.prompt if role.sees_problem else ""
+        seen = set(self.workflow.sees(i))
+        preds = tuple(
+            {"agent": e["agent"], "role": e["role"], "position": e["position"], "action": e["action"]}
+            for e in self._history if e["round"] == self.round and e["position"] in seen
+        )
+        history = tuple(dict(e) for e in self._history if e["round"] < self.round)
+        round_index = min(self.round, self.horizon - 1)
+        user = user_text(agent=agent, role=role.name, problem=problem, round_index=round_index,
+                         horizon=self.horizon, history=history, feedbacks=self._feedbacks, predecessors=preds)
+        return role.instructions, {
+            "prompt": prompt_text(role.instructions, user),
+            "problem": problem,
+            "agent": agent,
+            "role": role.name,
+            "round": round_index,
+            "position": i,
+            "predecessors": preds,
+            "history": history,
+            "feedback": self._feedbacks[-1] if self._feedbacks and self.round > 0 else "",
+        }, user
+
+    def state(self) -> str:
+        """The global view for a centralized critic: the problem and the whole transcript so far."""
+        return transcript_text(self.task.prompt, self._history, self._feedbacks, self._verdicts)
+
+    def step(self, action: Any) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(None)
+            return
+        i = self.possible_agents.index(agent)
+        text, note = coerce_action(action, self.max_action_chars)
+        instructions, obs, user = self._view(agent)
+        self._turns.append(Turn(agent=agent, role=self.workflow.roles[i].name, position=i, round=self.round,
+                                observation=obs, messages=chat_messages(instructions, user),
+                                state=self.state(), action=text))
+        self._history.append({"agent": agent, "role": self.workflow.roles[i].name, "position": i,
+                              "round": self.round, "action": text})
+        self._clear_rewards()
+        self.infos[agent] = {**self.infos[agent], "action_note": note} if note else self.infos[agent]
+
+        if self._selector.is_last():
+            self._end_round()
+        elif self.max_turns is not None and len(self._turns) >= self.max_turns:
+            self._finish(truncated=True)
+        self.agent_selection = self._selector.next()
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    # -- episode rules ----------------------------------------------------------------------------
+
+    def _end_round(self) -> None:
+        answerer = self.possible_agents[self.workflow.answerer_index]
+        response = self._history[-len(self.possible_agents) + self.workflow.answerer_index]["action"]
+        start = time.perf_counter()
+        verdict: Verdict = self.verifier.grade(response, self.task)
+        elapsed = time.perf_counter() - start
+        vdict = {**verdict.to_dict(), "elapsed": verdict.elapsed or elapsed, "round": self.round,
+                 "answerer": answerer}
+        self._verdicts.append(vdict)
+        for a in self.agents:
+            self.rewards[a] = self._attributed(a, answerer, verdict.score)
+            self.infos[a] = {"task_id": self.task.id, "round": self.round, "verdict": vdict, "answerer": answerer}
+        for t in self._turns:
+            if t.round == self.round:
+                t.reward = self.rewards[t.agent]
+
+        last_round = self.round + 1 >= self.horizon
+        if verdict.infra_error:
+            self._finish(truncated=True)
+        elif last_round or (self.stop_on_correct and verdict.correct):
+            self._finish(truncated=False)
+        elif self.max_turns is not None and len(self._turns) >= self.max_turns:
+            self._finish(truncated=True)
+        else:
+            self._feedbacks.append(
+                self.verifier.feedback(response, self.task, verdict, self.feedback_mode)
+                if self.feedback_mode != "none" else ""
+            )
+            self.round += 1
+            for a in self.agents:
+                self.infos[a]["round"] = self.round
+
+    def _attributed(self, agent: str, answerer: str, score: float) -> float:
+        if self.reward_to == "team":
+            return float(score)
+        target = self.possible_agents[-1] if self.reward_to == "last" else answerer
+        return float(score) if agent == target else 0.0
+
+    def _finish(self, *, truncated: bool) -> None:
+        self._truncated = truncated
+        for a in self.agents:
+            if truncated:
+                self.truncations[a] = True
+            else:
+                self.terminations[a] = True
+
+    # -- records and rendering --------------------------------------------------------------------
+
+    def episode(self) -> Episode:
+        """The record of the current (or just finished) episode."""
+        last = self._verdicts[-1] if self._verdicts else None
+        returns: dict[str, float] = {a: 0.0 for a in self.possible_agents}
+        for t in self._turns:
+            returns[t.agent] += t.reward
+        answer_pos = self.workflow.answerer_index
+        answers = [t.action for t in self._turns if t.position == answer_pos]
+        return Episode(
+            env_id=self.spec.id if getattr(self, "spec", None) is not None else None,
+            task_id=self.task.id if self.task else "",
+            seed=self._seed,
+            turns=list(self._turns),
+            verdicts=list(self._verdicts),
+            returns=returns,
+            score=float(last["score"]) if last else 0.0,
+            correct=bool(last["correct"]) if last else False,
+            infra_error=bool(last["infra_error"]) if last else False,
+            truncated=self._truncated,
+            final_output=answers[-1] if answers else "",
+        )
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            return None
+        text = transcript_text(self.task.prompt, self._history, self._feedbacks, self._verdicts)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    def close(self) -> None:
+        close = getattr(self.verifier, "close", None)
+        if callable(close):
+            close()

@@ -1,0 +1,77 @@
+"""Scripted policies for demos, smoke tests and benchmarks (no model needed).
+
+A scripted policy is ``policy(env, agent, observation) -> str``. ``oracle`` reads the reference
+from ``env.unwrapped.task``: it exists to exercise the plumbing, not to be fair.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+ScriptedPolicy = Callable[[Any, str, dict[str, Any]], str]
+
+
+def oracle(env: Any, agent: str, obs: dict[str, Any]) -> str:
+    """Role-flavoured text that ends with the correct answer (math) or the reference program (code)."""
+    task = env.unwrapped.task
+    if task.kind == "math":
+        return f"As {obs['role']}, I worked through the problem step by step.\nThe answer is \\boxed{{{task.answer}}}."
+    solution = task.metadata.get("canonical_solution") or task.metadata.get("reference_solution") or "pass"
+    return f"As {obs['role']}, here is the program:\n```python\n{solution}\n```"
+
+
+def echo(env: Any, agent: str, obs: dict[str, Any]) -> str:
+    """Repeat the last visible predecessor (or say there is nothing to build on)."""
+    preds = obs["predecessors"]
+    return preds[-1]["action"] if preds else f"I am {agent}; I have no predecessor to build on."
+
+
+def make_random(seed: int = 0) -> ScriptedPolicy:
+    """Seeded random text with a random boxed digit (right about a tenth of the time on 0-9 answers)."""
+    rng = random.Random(seed)
+
+    def policy(env: Any, agent: str, obs: dict[str, Any]) -> str:
+        return f"guess from {agent}: \\boxed{{{rng.randint(0, 9)}}}"
+
+    return policy
+
+
+def human(env: Any, agent: str, obs: dict[str, Any]) -> str:
+    """Read a response from the terminal: lines until a line with a single '.' (or end of input)."""
+    print(f"\n--- {agent} ({obs['role']}), round {obs['round'] + 1} ---\n{obs['prompt']}\n")
+    print("Type the response; end with a line containing only '.'")
+    lines: list[str] = []
+    while True:
+        try:
+            line = input()
+        except EOFError:
+            break
+        if line.strip() == ".":
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+POLICIES: dict[str, Callable[[], ScriptedPolicy]] = {
+    "oracle": lambda: oracle,
+    "echo": lambda: echo,
+    "random": lambda: make_random(0),
+    "human": lambda: human,
+}
+
+
+def get_policy(name: str) -> ScriptedPolicy:
+    try:
+        return POLICIES[name]()
+    except KeyError:
+        raise KeyError(f"Unknown policy {name!r}; choose from {sorted(POLICIES)}") from None
+
+
+def play_episode(env: Any, policy: ScriptedPolicy, *, seed: int | None = None, options: dict | None = None) -> Any:
+    """Play one episode with a scripted policy and return its :class:`~marft_envs.Episode`."""
+    env.reset(seed=seed, options=options)
+    for agent in env.agent_iter():
+        obs, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else policy(env, agent, obs))
+    return env.unwrapped.episode()

@@ -1,0 +1,158 @@
+"""Environment registry with Gymnasium's semantics: ``register``, ``make``, ``spec``, ``registry``.
+
+An id names a benchmark family and a team size (``math-3agent``). Its :class:`EnvSpec` holds the
+entry point and default keyword arguments; ``make(id, **overrides)`` merges the overrides over the
+defaults, after checking that every override is a parameter the entry point accepts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import inspect
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from rich.console import Console
+from rich.table import Table
+
+_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*-(\d+)agent$")
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """How to build one registered environment."""
+
+    id: str
+    entry_point: str | Callable[..., Any]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    max_episode_turns: int | None = None
+
+    @property
+    def family(self) -> str:
+        """``math`` for ``math-3agent``."""
+        return self.id.rsplit("-", 1)[0]
+
+    @property
+    def team_size(self) -> int | None:
+        m = _ID_RE.match(self.id)
+        return int(m.group(1)) if m else None
+
+    def make(self, **overrides: Any) -> Any:
+        return make(self, **overrides)
+
+    def to_json(self) -> str:
+        """A JSON string that :meth:`from_json` turns back into an equal spec."""
+        if not isinstance(self.entry_point, str):
+            raise ValueError(f"EnvSpec {self.id!r}: a callable entry point cannot be serialised; register it as 'module:attr'")
+        d = dataclasses.asdict(self)
+        try:
+            return json.dumps(d, sort_keys=True)
+        except TypeError as e:
+            raise ValueError(f"EnvSpec {self.id!r}: kwargs are not JSON-serialisable ({e})") from None
+
+    @classmethod
+    def from_json(cls, text: str) -> "EnvSpec":
+        d = json.loads(text)
+        unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ValueError(f"Unknown EnvSpec fields {sorted(unknown)}")
+        return cls(**d)
+
+
+registry: dict[str, EnvSpec] = {}
+
+
+def register(
+    id: str,
+    entry_point: str | Callable[..., Any],
+    *,
+    kwargs: dict[str, Any] | None = None,
+    description: str = "",
+    max_episode_turns: int | None = None,
+    overwrite: bool = False,
+) -> EnvSpec:
+    """Register an environment id. ``entry_point`` is ``"module:attr"`` or a callable."""
+    if id in registry and not overwrite:
+        raise ValueError(f"Environment id {id!r} is already registered (pass overwrite=True to replace it)")
+    spec_ = EnvSpec(id, entry_point, dict(kwargs or {}), description, max_episode_turns)
+    registry[id] = spec_
+    return spec_
+
+
+def spec(id: str) -> EnvSpec:
+    """The :class:`EnvSpec` of a registered id; unknown ids name the closest valid ones."""
+    try:
+        return registry[id]
+    except KeyError:
+        close = difflib.get_close_matches(id, registry, n=5, cutoff=0.5)
+        hint = f" Did you mean {close}?" if close else ""
+        raise KeyError(
+            f"No environment registered with id {id!r}.{hint} Registered ids: {', '.join(sorted(registry))}"
+        ) from None
+
+
+def _load_entry_point(entry_point: str | Callable[..., Any]) -> Callable[..., Any]:
+    if callable(entry_point):
+        return entry_point
+    module, _, attr = entry_point.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def accepted_kwargs(fn: Callable[..., Any]) -> list[str] | None:
+    """Names an entry point accepts (None if it takes ``**kwargs`` it does not forward to us)."""
+    names: list[str] = []
+    sig = inspect.signature(fn)
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_KEYWORD:
+            forwarded = getattr(fn, "__forwards_kwargs_to__", None)
+            if forwarded is None:
+                return None
+            names += [n for n in (accepted_kwargs(forwarded) or []) if n not in names]
+        elif p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name != "self":
+            names.append(p.name)
+    return names
+
+
+def make(id: str | EnvSpec, **overrides: Any) -> Any:
+    """Build a registered environment, applying keyword overrides to its spec's defaults."""
+    spec_ = id if isinstance(id, EnvSpec) else spec(id)
+    fn = _load_entry_point(spec_.entry_point)
+    valid = accepted_kwargs(fn)
+    if valid is not None:
+        bad = sorted(set(overrides) - set(valid))
+        if bad:
+            raise TypeError(
+                f"make({spec_.id!r}): unknown override(s) {bad}. Valid overrides: {', '.join(sorted(valid))}"
+            )
+    kwargs = {**spec_.kwargs, **overrides}
+    env = fn(**kwargs)
+    # Like Gymnasium: the instance knows the spec it was made from (with the overrides applied).
+    try:
+        env.spec = dataclasses.replace(spec_, kwargs=kwargs)
+    except AttributeError:
+        pass
+    return env
+
+
+def pprint_registry(*, print_output: bool = True, console: Console | None = None) -> str | None:
+    """Print every registered id grouped by family, Gymnasium-style (or return the text)."""
+    table = Table(title="marft-envs registry")
+    for col in ("id", "dataset", "workflow", "agents", "description"):
+        table.add_column(col)
+    for env_id in sorted(registry):
+        s = registry[env_id]
+        wf = s.kwargs.get("workflow", "")
+        table.add_row(env_id, str(s.kwargs.get("dataset", "")), getattr(wf, "name", str(wf)),
+                      str(s.team_size or ""), s.description)
+    console = console or Console(width=140)
+    if not print_output:
+        with console.capture() as cap:
+            console.print(table)
+        return cap.get()
+    console.print(table)
+    return None

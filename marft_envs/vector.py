@@ -1,0 +1,137 @@
+"""Vector rollouts: step many Flex-MG environments together, batched by the agent they wait on.
+
+A policy serves one :class:`Batch` at a time: every environment whose current turn belongs to the
+same agent id, so one LLM call (one adapter) covers them all. Finished environments are recorded as
+:class:`Episode` and reset at once, so episodes of different lengths never stall the batch.
+
+    venv = make_vec("math-3agent", num_envs=8, seed=0)
+    venv.reset()
+    episodes = []
+    while len(episodes) < 32:
+        batch = venv.next_batch()
+        episodes += venv.step(batch, policy(batch.agent, batch.observations))
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from .episode import Episode
+from .flexmg import FlexMGEnv
+from .prompts import chat_messages
+from .registry import make
+
+
+Policy = Callable[[str, list[dict[str, Any]]], Sequence[str]]
+
+
+@dataclass
+class Batch:
+    """The environments waiting on ``agent``, with what each one shows it."""
+
+    agent: str
+    env_indices: list[int]
+    observations: list[dict[str, Any]]
+    messages: list[list[dict[str, str]]]
+    states: list[str]
+
+    def __len__(self) -> int:
+        return len(self.env_indices)
+
+class VectorFlexEnv:
+    """Many environments of one team layout, stepped in per-agent batches with auto-reset."""
+
+    def __init__(self, env_fns: Sequence[Callable[[], FlexMGEnv]], *, seed: int | None = None):
+        if not env_fns:
+            raise ValueError("VectorFlexEnv needs at least one environment")
+        self.envs: list[FlexMGEnv] = [fn() for fn in env_fns]
+        self.possible_agents = list(self.envs[0].possible_agents)
+        for i, env in enumerate(self.envs):
+            if list(env.possible_agents) != self.possible_agents:
+                raise ValueError(
+                    f"Environment {i} has agents {env.possible_agents}, expected {self.possible_agents}: "
+                    "a vector environment needs one team layout"
+                )
+        self.seed = seed
+        self._ready = False
+
+    @property
+    def num_envs(self) -> int:
+        return len(self.envs)
+
+    def reset(self, seed: int | None = None, options: Sequence[dict[str, Any] | None] | None = None) -> None:
+        """Reset every environment; environment ``i`` gets seed ``seed + i`` (per-item seeding)."""
+        seed = self.seed if seed is None else seed
+        if options is not None and len(options) != self.num_envs:
+            raise ValueError(f"options must have one entry per environment ({self.num_envs}), got {len(options)}")
+        for i, env in enumerate(self.envs):
+            env.reset(seed=None if seed is None else seed + i, options=None if options is None else options[i])
+        self._ready = True
+
+    def waiting(self) -> Counter[str]:
+        """How many environments wait on each agent id."""
+        self._require_reset()
+        return Counter(env.agent_selection for env in self.envs)
+
+    def next_batch(self, agent: str | None = None) -> Batch:
+        """The batch for ``agent`` or, by default, for the agent most environments wait on."""
+        counts = self.waiting()
+        if agent is None:
+            agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
+        idx = [i for i, env in enumerate(self.envs) if env.agent_selection == agent]
+        if not idx:
+            raise ValueError(f"No environment waits on {agent!r}; waiting: {dict(counts)}")
+        views = [self.envs[i]._view(agent) for i in idx]
+
+        return Batch(
+            agent=agent,
+            env_indices=idx,
+            observations=[obs for _, obs, _ in views],
+            messages=[chat_messages(ins, user) for ins, _, user in views],
+            states=[self.envs[i].state() for i in idx],
+        )
+
+    def step(self, batch: Batch, actions: Sequence[Any]) -> list[Episode]:
+        """Apply one action per environment of ``batch``; return the episodes that finished."""
+        self._require_reset()
+        if len(actions) != len(batch.env_indices):
+            raise ValueError(f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments")
+        finished: list[Episode] = []
+        for i, action in zip(batch.env_indices, actions):
+            env = self.envs[i]
+            if env.agent_selection != batch.agent:
+                raise ValueError(f"Environment {i} waits on {env.agent_selection!r}, not {batch.agent!r}: stale batch")
+            env.step(action)
+            if env.terminations[env.agent_selection] or env.truncations[env.agent_selection]:
+                episode = env.episode()
+                while env.agents:  # PettingZoo: each finished agent is stepped with None once
+                    env.step(None)
+                finished.append(episode)
+                env.reset()
+        return finished
+
+    def run(self, policy: Policy, num_episodes: int) -> list[Episode]:
+        """Play until ``num_episodes`` episodes finished; ``policy(agent, observations) -> actions``."""
+        if not self._ready:
+            self.reset()
+        episodes: list[Episode] = []
+        while len(episodes) < num_episodes:
+            batch = self.next_batch()
+            episodes += self.step(batch, list(policy(batch.agent, batch.observations)))
+        return episodes[:num_episodes]
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+    def _require_reset(self) -> None:
+        if not self._ready:
+            raise RuntimeError("Call reset() before stepping a VectorFlexEnv")
+
+def make_vec(id: str, num_envs: int, *, seed: int | None = None, **overrides: Any) -> VectorFlexEnv:
+    """``num_envs`` copies of a registered environment in a :class:`VectorFlexEnv`."""
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    return VectorFlexEnv([lambda: make(id, **overrides) for _ in range(num_envs)], seed=seed)

@@ -1,0 +1,73 @@
+"""The verifier protocol and the registry that maps names (``"math"``, ``"code"``) to verifiers."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from tasks import Task
+
+from .verdict import Verdict
+
+FEEDBACK_MODES = ("none", "verdict", "tests")
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """Grades one response to one task. ``grade`` never raises on any response."""
+
+    name: str
+
+    def grade(self, response: str, task: Task) -> Verdict: ...
+
+    def feedback(self, response: str, task: Task, verdict: Verdict, mode: str) -> str: ...
+
+
+def verdict_feedback(verdict: Verdict) -> str:
+    """The between-rounds message of ``feedback="verdict"`` (as in the MARFT reference code)."""
+    if verdict.infra_error:
+        return "The team's answer could not be checked (infrastructure error)."
+    shown = "no final answer was found" if verdict.answer is None else f"the final answer {verdict.answer!r}"
+    return f"Feedback: {shown} was judged {'correct' if verdict.correct else 'incorrect'}."
+
+
+class MathVerifier:
+    """Adaptor from :func:`marft_envs.math.verify` to the :class:`Verifier` protocol."""
+
+    name = "math"
+
+    def __init__(self, timeout: float | None = None, last_number_fallback: bool = True):
+        self.timeout = timeout
+        self.last_number_fallback = last_number_fallback
+
+    def grade(self, response: str, task: Task) -> Verdict:
+        from .math import verify  # imported lazily: sympy is slow to import
+
+        return verify(response, task.answer, timeout=self.timeout, last_number_fallback=self.last_number_fallback)
+
+    def feedback(self, response: str, task: Task, verdict: Verdict, mode: str) -> str:
+        if mode == "verdict":
+            return verdict_feedback(verdict)
+        if mode == "none":
+            return ""
+        raise ValueError(f"The math verifier supports feedback 'none' or 'verdict', not {mode!r}")
+
+
+_VERIFIERS: dict[str, Callable[..., Any]] = {"math": MathVerifier}
+
+
+def register_verifier(name: str, factory: Callable[..., Any]) -> None:
+    """Make ``make(..., verifier=name)`` build verifiers with ``factory(**verifier_kwargs)``."""
+    _VERIFIERS[name] = factory
+
+
+def get_verifier(name_or_verifier: str | Any, **kwargs: Any) -> Any:
+    """Build a verifier by name, or pass an object that has ``grade`` through unchanged."""
+    if not isinstance(name_or_verifier, str):
+        if not hasattr(name_or_verifier, "grade"):
+            raise TypeError(f"verifier must be a name {sorted(_VERIFIERS)} or an object with a grade() method")
+        return name_or_verifier
+    try:
+        factory = _VERIFIERS[name_or_verifier]
+    except KeyError:
+        raise KeyError(f"Unknown verifier {name_or_verifier!r}; registered: {sorted(_VERIFIERS)}") from None
+    return factory(**kwargs)

@@ -1,0 +1,199 @@
+"""Workflows: the roles of a team, their order and who sees whom (the Flex-MG dependency matrix).
+
+A workflow is data, not code: a tuple of :class:`Role` in acting order plus a lower-triangular
+dependency matrix ``D`` where ``D[i][j] = 1`` means agent ``i`` sees agent ``j``'s action of the
+same round. The default (``dependency=None``) is the chain of MARFT, ``D[i][j] = 1`` for ``j < i``;
+all zeros gives independent agents. Earlier rounds are visible to every agent.
+
+Custom workflows are public API::
+
+    from marft_envs import Role, Workflow, register_workflow, make
+    wf = Workflow("math-critic", roles=(Role("solver", "Solve ..."), Role("critic", "Check ...")),
+                  task_kind="math")
+    register_workflow(wf)
+    env = make("math-2agent", workflow="math-critic")   # or workflow=wf
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+TaskKind = Literal["math", "code"]
+
+
+@dataclass(frozen=True)
+class Role:
+    """One seat in a team.
+
+    ``instructions`` is the role prompt (sent as the system message). ``sees_problem=False``
+    hides the task statement from this role (it then works only from its predecessors' actions),
+    which lets a workflow build information-relay games.
+    """
+
+    name: str
+    instructions: str
+    sees_problem: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f"Role name must be a Python identifier (it becomes part of agent ids), got {self.name!r}")
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """Roles in acting order, the dependency matrix and which agent's output is graded."""
+
+    name: str
+    roles: tuple[Role, ...]
+    task_kind: TaskKind = "math"
+    dependency: tuple[tuple[int, ...], ...] | None = None
+    answerer: int = -1
+    description: str = ""
+    _matrix: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.roles)
+        if n < 1:
+            raise ValueError(f"Workflow {self.name!r} needs at least one role")
+        if self.task_kind not in ("math", "code"):
+            raise ValueError(f"Workflow {self.name!r}: task_kind must be 'math' or 'code', got {self.task_kind!r}")
+        if not -n <= self.answerer < n:
+            raise ValueError(f"Workflow {self.name!r}: answerer {self.answerer} out of range for {n} roles")
+        matrix = self.dependency if self.dependency is not None else chain_matrix(n)
+        matrix = tuple(tuple(int(v) for v in row) for row in matrix)
+        if len(matrix) != n or any(len(row) != n for row in matrix):
+            raise ValueError(f"Workflow {self.name!r}: dependency matrix must be {n}x{n}")
+        for i, row in enumerate(matrix):
+            for j, v in enumerate(row):
+                if v not in (0, 1):
+                    raise ValueError(f"Workflow {self.name!r}: dependency entries must be 0 or 1, got {v} at [{i}][{j}]")
+                if v and j >= i:
+                    raise ValueError(
+                        f"Workflow {self.name!r}: dependency matrix must be strictly lower triangular "
+                        f"(agent {i} cannot see agent {j}'s same-round action: {j} acts at or after {i})"
+                    )
+        object.__setattr__(self, "_matrix", matrix)
+
+    @property
+    def n_agents(self) -> int:
+        return len(self.roles)
+
+    @property
+    def matrix(self) -> tuple[tuple[int, ...], ...]:
+        """The resolved n x n dependency matrix."""
+        return self._matrix
+
+    @property
+    def answerer_index(self) -> int:
+        return self.answerer % self.n_agents
+
+    def agent_ids(self) -> list[str]:
+        """PettingZoo agent ids, ``<role>_<position>``."""
+        return [f"{role.name}_{i}" for i, role in enumerate(self.roles)]
+
+    def sees(self, i: int) -> list[int]:
+        """Positions whose same-round actions agent ``i`` sees."""
+        return [j for j, v in enumerate(self._matrix[i]) if v]
+
+    def without_roles(self) -> "Workflow":
+        """The ``roles=False`` ablation: same order and matrix, every agent the generic prompt."""
+        generic = GENERIC_INSTRUCTIONS[self.task_kind]
+        roles = tuple(Role(f"agent", generic, r.sees_problem) for r in self.roles)
+        return replace(self, name=f"{self.name}-noroles", roles=roles)
+
+
+def chain_matrix(n: int) -> tuple[tuple[int, ...], ...]:
+    """MARFT's default: each agent sees every predecessor of the same round."""
+    return tuple(tuple(1 if j < i else 0 for j in range(n)) for i in range(n))
+
+
+def independent_matrix(n: int) -> tuple[tuple[int, ...], ...]:
+    """No agent sees any same-round action (independent agents)."""
+    return tuple((0,) * n for _ in range(n))
+
+
+GENERIC_INSTRUCTIONS: dict[str, str] = {
+    "math": (
+        "You are a member of a team solving a math problem together. Read the problem and your "
+        "teammates' messages, then contribute your best work. If you give a final answer, put it "
+        "in \\boxed{}."
+    ),
+    "code": (
+        "You are a member of a team writing a Python program together. Read the problem and your "
+        "teammates' messages, then contribute your best work. If you write the program, give it "
+        "complete in one ```python fenced block."
+    ),
+}
+
+_BOXED = "End with the final answer alone in \\boxed{}, for example \\boxed{42}."
+
+REASONER = Role(
+    "reasoner",
+    "You are the Reasoner of a math team. Analyse the problem: identify what is asked, the relevant "
+    "facts and a plan of attack, and work through the key steps. Be concise and precise. Your "
+    "teammates will build on your analysis.",
+)
+ACTOR = Role(
+    "actor",
+    "You are the Actor of a math team. Using the problem and your teammates' analysis, carry out "
+    "the solution carefully, checking each computation. " + _BOXED,
+)
+VERIFIER = Role(
+    "verifier",
+    "You are the Verifier of a math team. Check the proposed solution step by step. If it is "
+    "correct, restate its final answer; if not, fix the error and solve it correctly. " + _BOXED,
+)
+DECOMPOSER = Role(
+    "decomposer",
+    "You are the Decomposer of a math team. Break the problem into a short list of sub-problems "
+    "whose answers together give the final answer. Do not solve them.",
+)
+PLANNER = Role(
+    "planner",
+    "You are the Planner of a math team. For each sub-problem of the decomposition, say which "
+    "method, formula or theorem solves it and in what order to apply them.",
+)
+EXECUTOR = Role(
+    "executor",
+    "You are the Executor of a math team. Follow the plan and carry out every step, showing the "
+    "computations. " + _BOXED,
+)
+
+MATH_WORKFLOWS: tuple[Workflow, ...] = (
+    Workflow("math-dual", (REASONER, ACTOR), "math", description="reasoner -> actor (MARFT dual)"),
+    Workflow("math-trio", (REASONER, ACTOR, VERIFIER), "math",
+             description="reasoner -> actor -> verifier (MARFT trio)"),
+    Workflow("math-quartet", (DECOMPOSER, PLANNER, EXECUTOR, VERIFIER), "math",
+             description="decomposer -> planner -> executor -> verifier (MARFT quartet)"),
+)
+
+_WORKFLOWS: dict[str, Workflow] = {}
+
+
+def register_workflow(workflow: Workflow, *, overwrite: bool = False) -> Workflow:
+    """Make a workflow available by name to ``make(..., workflow=name)``."""
+    if workflow.name in _WORKFLOWS and not overwrite and _WORKFLOWS[workflow.name] != workflow:
+        raise ValueError(f"A different workflow named {workflow.name!r} is already registered (pass overwrite=True)")
+    _WORKFLOWS[workflow.name] = workflow
+    return workflow
+
+
+def get_workflow(name_or_workflow: str | Workflow) -> Workflow:
+    """Look a workflow up by name (or pass a :class:`Workflow` through)."""
+    if isinstance(name_or_workflow, Workflow):
+        return name_or_workflow
+    try:
+        return _WORKFLOWS[name_or_workflow]
+    except KeyError:
+        raise KeyError(
+            f"Unknown workflow {name_or_workflow!r}; registered workflows: {sorted(_WORKFLOWS)}"
+        ) from None
+
+
+def workflow_names() -> list[str]:
+    return sorted(_WORKFLOWS)
+
+
+for _wf in MATH_WORKFLOWS:
+    register_workflow(_wf)
