@@ -18,6 +18,7 @@ Answers are exact (``fractions.Fraction``), as canonical strings: ``"7"``, ``"-3
 from __future__ import annotations
 
 import hashlib
+import operator
 import random
 from dataclasses import dataclass
 from fractions import Fraction
@@ -48,14 +49,14 @@ class Op:
 
 
 _PREC = {"+": 1, "-": 1, "*": 2, "/": 2}
+_APPLY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 
 
 def evaluate(e: Expr) -> Fraction:
     """Exact value; raises ZeroDivisionError on division by zero."""
     if isinstance(e, Fraction):
         return e
-    a, b = evaluate(e.left), evaluate(e.right)
-    return {"+": a + b, "-": a - b, "*": a * b}.get(e.symbol) if e.symbol != "/" else a / b
+    return _APPLY[e.symbol](evaluate(e.left), evaluate(e.right))
 
 
 def render(e: Expr, parent: str | None = None, right: bool = False) -> str:
