@@ -8,6 +8,8 @@
 Imports only the standard library (pyarrow and ``datasets`` lazily, when needed).
 """
 
+# The built-in datasets register themselves when their modules are imported.
+from tasks import generators, math_loaders  # noqa: F401
 from tasks.dataset import (
     DATA_DIR_ENV,
     Dataset,
@@ -22,12 +24,8 @@ from tasks.dataset import (
     resolve_data_dir,
 )
 from tasks.errors import DataNotFoundError, MalformedRecordError, UnknownDatasetError
+from tasks.generators import arith_task
 from tasks.record import IOTest, Task, TaskKind
-
-# Built-in datasets register themselves on import.
-from tasks import math_loaders as _math_loaders  # noqa: E402,F401
-from tasks import generators as _generators  # noqa: E402,F401
-from tasks.generators import arith_task  # noqa: E402
 
 __all__ = [
     "DATA_DIR_ENV",

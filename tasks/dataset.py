@@ -13,10 +13,11 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterator, NamedTuple, Sequence, overload
+from typing import Any, NamedTuple, overload
 
 from tasks.errors import UnknownDatasetError
 from tasks.record import Task, TaskKind
@@ -116,7 +117,10 @@ class Dataset:
         if not isinstance(other, Dataset):
             return NotImplemented
         return (self.name, self.split, self.kind, self.tasks) == (
-            other.name, other.split, other.kind, other.tasks
+            other.name,
+            other.split,
+            other.kind,
+            other.tasks,
         )
 
     def __hash__(self) -> int:
@@ -248,7 +252,9 @@ def load(
         if hit is not None:
             return hit
     loaded = info.loader(split, resolved, **kwargs)
-    ds = Dataset(name=name, split=split, kind=info.kind, tasks=tuple(loaded.tasks), source=loaded.source)
+    ds = Dataset(
+        name=name, split=split, kind=info.kind, tasks=tuple(loaded.tasks), source=loaded.source
+    )
     if cache:
         with _LOCK:
             ds = _CACHE.setdefault(key, ds)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 
 class UnknownDatasetError(KeyError):
@@ -48,8 +48,10 @@ class DataNotFoundError(FileNotFoundError):
             "Expected file(s), relative to the data folder:",
             *(f"    {p}" for p in self.expected),
             "Provide the data in one of these ways:",
-            f"  1. tasks.load({dataset!r}, split={split!r}, data_dir='/path/to/data') "
-            "with the file(s) above under /path/to/data;",
+            (
+                f"  1. tasks.load({dataset!r}, split={split!r}, data_dir='/path/to/data') "
+                "with the file(s) above under /path/to/data;"
+            ),
             "  2. export MARFT_DATA_DIR=/path/to/data;",
             "  3. put the files under <repo root>/../shared/data;",
         ]

@@ -69,7 +69,8 @@ def render(e: Expr, parent: str | None = None, right: bool = False) -> str:
         return text
     inner = f"{render(e.left, e.symbol)} {e.symbol} {render(e.right, e.symbol, right=True)}"
     if parent is not None and (
-        _PREC[e.symbol] < _PREC[parent] or (right and _PREC[e.symbol] == _PREC[parent] and parent in "-/")
+        _PREC[e.symbol] < _PREC[parent]
+        or (right and _PREC[e.symbol] == _PREC[parent] and parent in "-/")
     ):
         return f"({inner})"
     return inner
@@ -101,9 +102,20 @@ def _frac(rng: random.Random, max_den: int, max_num: int, negative: bool) -> Fra
 
 
 # (operands, lo, hi, ops) per level
-_EXPR = {1: (2, 1, 20, "+-"), 2: (3, 1, 12, "+-*"), 3: (4, -12, 12, "+-*"), 4: (5, -20, 20, "+-*"), 5: (6, -25, 25, "+-*")}
+_EXPR = {
+    1: (2, 1, 20, "+-"),
+    2: (3, 1, 12, "+-*"),
+    3: (4, -12, 12, "+-*"),
+    4: (5, -20, 20, "+-*"),
+    5: (6, -25, 25, "+-*"),
+}
 # (terms, max denominator, max numerator, ops, negatives) per level
-_FRACTION = {2: (2, 6, 5, "+-", False), 3: (3, 8, 7, "+-", False), 4: (3, 10, 9, "+-*/", True), 5: (4, 12, 11, "+-*/", True)}
+_FRACTION = {
+    2: (2, 6, 5, "+-", False),
+    3: (3, 8, 7, "+-", False),
+    4: (3, 10, 9, "+-*/", True),
+    5: (4, 12, 11, "+-*/", True),
+}
 _EXACT = " Give the exact answer as an integer or a reduced fraction."
 
 
@@ -123,7 +135,13 @@ def _linear_side(coef: Fraction, const: Fraction) -> str:
     """``a x + b`` as text: ``3x - 5``, ``-x + 2``, ``(2/3)x``, ``7``."""
     parts = []
     if coef:
-        c = "" if coef == 1 else "-" if coef == -1 else (f"({coef})" if coef.denominator != 1 else str(coef))
+        c = (
+            ""
+            if coef == 1
+            else "-"
+            if coef == -1
+            else (f"({coef})" if coef.denominator != 1 else str(coef))
+        )
         parts.append(f"{c}x")
     if const or not parts:
         if parts:
@@ -140,7 +158,12 @@ def _linear(rng: random.Random, level: int) -> tuple[str, Fraction]:
     elif level == 2:  # ax + b = c, integer x
         x, a, c_coef, b = _int(rng, -10, 10), _int(rng, 2, 9), Fraction(0), _int(rng, -20, 20, True)
     elif level == 3:  # ax + b = cx + d, integer x
-        x, a, c_coef, b = _int(rng, -12, 12), _int(rng, -9, 9, True), _int(rng, -9, 9, True), _int(rng, -20, 20)
+        x, a, c_coef, b = (
+            _int(rng, -12, 12),
+            _int(rng, -9, 9, True),
+            _int(rng, -9, 9, True),
+            _int(rng, -20, 20),
+        )
     elif level == 4:  # ax + b = cx + d, fractional x
         a, c_coef, b = _int(rng, -12, 12, True), _int(rng, -12, 12, True), _int(rng, -30, 30)
         x = Fraction(rng.randint(-40, 40), rng.randint(2, 9))
@@ -181,7 +204,9 @@ def _check(split: str, seed: int, index: int, level: int | None) -> None:
     if level is not None and level not in LEVELS:
         raise ValueError(f"arith: level must be one of {LEVELS} or None (mixed), got {level!r}")
     if not isinstance(seed, int) or not isinstance(index, int) or index < 0:
-        raise ValueError(f"arith: seed must be an int and index an int >= 0, got {seed!r}, {index!r}")
+        raise ValueError(
+            f"arith: seed must be an int and index an int >= 0, got {seed!r}, {index!r}"
+        )
 
 
 def arith_task(split: str, seed: int, index: int, level: int | None = None) -> Task:
@@ -198,28 +223,54 @@ def arith_task(split: str, seed: int, index: int, level: int | None = None) -> T
             prompt, answer = _FAMILIES[family][0](rng, lvl)
         except ZeroDivisionError:
             continue
-        if answer.denominator > _MAX_DENOMINATOR or abs(answer) > _MAX_ABS or _split_of(prompt) != split:
+        if (
+            answer.denominator > _MAX_DENOMINATOR
+            or abs(answer) > _MAX_ABS
+            or _split_of(prompt) != split
+        ):
             continue
         return Task(
             id=f"arith/{split}/s{seed}/{'mix' if level is None else f'L{level}'}/{index:06d}",
             kind="math",
             prompt=prompt,
             answer=str(answer),
-            metadata={"source": "arith", "split": split, "seed": seed, "index": index, "level": lvl, "family": family},
+            metadata={
+                "source": "arith",
+                "split": split,
+                "seed": seed,
+                "index": index,
+                "level": lvl,
+                "family": family,
+            },
         )
-    raise RuntimeError(f"arith: no valid item for {(split, seed, index, level)} in {_MAX_ATTEMPTS} draws")
+    raise RuntimeError(
+        f"arith: no valid item for {(split, seed, index, level)} in {_MAX_ATTEMPTS} draws"
+    )
 
 
-def load_arith(split: str, data_dir: Path | None, *, size: int | None = None, seed: int = 0, level: int | None = None) -> Loaded:
+def load_arith(
+    split: str,
+    data_dir: Path | None,
+    *,
+    size: int | None = None,
+    seed: int = 0,
+    level: int | None = None,
+) -> Loaded:
     """``size`` items (default 10,000 train / 1,000 test) of ``arith_task(split, seed, i, level)``."""
     n = DEFAULT_SIZE[split] if size is None else size
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"arith: size must be an int >= 0, got {size!r}")
     tasks = [arith_task(split, seed, i, level) for i in range(n)]
-    return Loaded(tasks, f"generated:arith?seed={seed}&level={'mix' if level is None else level}&size={n}")
+    return Loaded(
+        tasks, f"generated:arith?seed={seed}&level={'mix' if level is None else level}&size={n}"
+    )
 
 
 register_dataset(
-    "arith", load_arith, splits=SPLITS, kind="math", needs_data=False,
+    "arith",
+    load_arith,
+    splits=SPLITS,
+    kind="math",
+    needs_data=False,
     description="Procedural arithmetic and linear equations, seeded per item, levels 1-5 (size=, seed=, level=)",
 )

@@ -57,7 +57,10 @@ def hub_unavailable_reason(timeout: float = 3.0) -> str | None:
         return "the 'datasets' package is not installed (pip install 'marft-envs[hub]')"
     if _truthy("HF_HUB_OFFLINE") or _truthy("HF_DATASETS_OFFLINE"):
         return None  # datasets will read its local cache
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    host = (
+        urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
+        or "huggingface.co"
+    )
     try:
         socket.create_connection((host, 443), timeout=timeout).close()
     except OSError as e:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from tasks.answers import gsm8k_final_answer, last_boxed
 from tasks.dataset import Loaded, register_dataset
@@ -57,21 +58,33 @@ MATH_ERRATA = {
 # ---------------------------------------------------------------- field checks
 
 
-def _field(rec: Record, names: str | Sequence[str], where: str, record: str, kinds: tuple[type, ...] = (str,)) -> Any:
+def _field(
+    rec: Record,
+    names: str | Sequence[str],
+    where: str,
+    record: str,
+    kinds: tuple[type, ...] = (str,),
+) -> Any:
     """The first present field of ``names``; absent or wrongly typed fields raise."""
     names = (names,) if isinstance(names, str) else tuple(names)
     if not isinstance(rec, Mapping):
-        raise MalformedRecordError(where, record, f"expected a JSON object, got {type(rec).__name__}")
+        raise MalformedRecordError(
+            where, record, f"expected a JSON object, got {type(rec).__name__}"
+        )
     for name in names:
         if name in rec and rec[name] is not None:
             value = rec[name]
             if not isinstance(value, kinds) or isinstance(value, bool):
                 want = " or ".join(k.__name__ for k in kinds)
-                raise MalformedRecordError(where, record, f"field {name!r} must be {want}, got {type(value).__name__}")
+                raise MalformedRecordError(
+                    where, record, f"field {name!r} must be {want}, got {type(value).__name__}"
+                )
             if isinstance(value, str) and not value.strip():
                 raise MalformedRecordError(where, record, f"field {name!r} is empty")
             return value
-    raise MalformedRecordError(where, record, f"missing field {' or '.join(map(repr, names))}; has {sorted(rec)}")
+    raise MalformedRecordError(
+        where, record, f"missing field {' or '.join(map(repr, names))}; has {sorted(rec)}"
+    )
 
 
 def _level(value: Any) -> int | None:
@@ -92,7 +105,9 @@ def math_record_to_task(rec: Record, *, split: str, subject: str, index: int, wh
     if answer is not None and not answer.strip():
         answer = MATH_ERRATA.get(hashlib.sha256(problem.encode("utf-8")).hexdigest()[:16])
     if answer is None:
-        raise MalformedRecordError(where, f"{index} ({tid})", "field 'solution' has no \\boxed{...} answer")
+        raise MalformedRecordError(
+            where, f"{index} ({tid})", "field 'solution' has no \\boxed{...} answer"
+        )
     return Task(
         id=tid,
         kind="math",
@@ -136,7 +151,9 @@ def gsm8k_record_to_task(rec: Record, *, split: str, index: int, where: str) -> 
     solution = _field(rec, "answer", where, f"{index} ({tid})")
     answer = gsm8k_final_answer(solution)
     if answer is None:
-        raise MalformedRecordError(where, f"{index} ({tid})", "field 'answer' has no '#### <answer>' line")
+        raise MalformedRecordError(
+            where, f"{index} ({tid})", "field 'answer' has no '#### <answer>' line"
+        )
     return Task(
         id=tid,
         kind="math",
@@ -165,7 +182,9 @@ def aime_record_to_task(rec: Record, *, split: str, index: int, where: str) -> T
     m = _AIME_URL.search(url)
     year = m.group(1) if m else (str(rec["year"]) if rec.get("year") else None)
     return Task(
-        id=f"aime/{m.group(1)}-{m.group(2)}-{int(m.group(3)):02d}" if m else f"aime/{split}/{upstream}",
+        id=f"aime/{m.group(1)}-{m.group(2)}-{int(m.group(3)):02d}"
+        if m
+        else f"aime/{split}/{upstream}",
         kind="math",
         prompt=_field(rec, "problem", where, label),
         answer=answer,
@@ -193,7 +212,9 @@ def read_json_list(path: Path) -> list[Any]:
     except json.JSONDecodeError as e:
         raise MalformedRecordError(str(path), "(whole file)", f"invalid JSON: {e}") from e
     if not isinstance(data, list):
-        raise MalformedRecordError(str(path), "(whole file)", f"expected a JSON list, got {type(data).__name__}")
+        raise MalformedRecordError(
+            str(path), "(whole file)", f"expected a JSON list, got {type(data).__name__}"
+        )
     return data
 
 
@@ -219,7 +240,9 @@ def read_parquet(path: Path) -> list[dict[str, Any]]:
 def read_records(path: Path) -> list[Any]:
     """Records of a ``.json`` (list), ``.jsonl`` or ``.parquet`` file."""
     readers: dict[str, Callable[[Path], list[Any]]] = {
-        ".json": read_json_list, ".jsonl": read_jsonl, ".parquet": read_parquet,
+        ".json": read_json_list,
+        ".jsonl": read_jsonl,
+        ".parquet": read_parquet,
     }
     return readers[path.suffix](path)
 
@@ -243,14 +266,22 @@ def _from_hub(
     use_hub: bool,
 ) -> Loaded:
     """Read ``sources`` from the Hub, or raise `DataNotFoundError` saying how to provide the data."""
-    hub_id = ", ".join(s.describe() for s in sources) if len(sources) == 1 else (
-        f"{sources[0].repo} (split {sources[0].split}, configs {', '.join(s.config or '' for s in sources)})"
+    hub_id = (
+        ", ".join(s.describe() for s in sources)
+        if len(sources) == 1
+        else (
+            f"{sources[0].repo} (split {sources[0].split}, configs {', '.join(s.config or '' for s in sources)})"
+        )
     )
     reason = "disabled by hub=False"
     if use_hub:
         try:
             tables = [load_hub_records(s) for s in sources]
-            source = sources[0].uri if len(sources) == 1 else f"hf://{sources[0].repo}:{sources[0].split}"
+            source = (
+                sources[0].uri
+                if len(sources) == 1
+                else f"hf://{sources[0].repo}:{sources[0].split}"
+            )
             return Loaded(convert(tables), source)
         except HubUnavailable as e:
             reason = str(e)
@@ -274,7 +305,9 @@ def load_math(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
 
     def convert(tables: Sequence[list[dict[str, Any]]]) -> list[Task]:
         return [
-            math_record_to_task(rec, split=split, subject=src.config or "", index=i, where=src.describe())
+            math_record_to_task(
+                rec, split=split, subject=src.config or "", index=i, where=src.describe()
+            )
             for src, table in zip(sources, tables)
             for i, rec in enumerate(table)
         ]
@@ -288,10 +321,23 @@ def load_math500(split: str, data_dir: Path | None, *, hub: bool = True) -> Load
     rel = "math/math500_test.jsonl"
     path = _first_existing(data_dir, [rel])
     if path is not None:
-        return Loaded([math500_record_to_task(r, index=i, where=str(path)) for i, r in enumerate(read_jsonl(path))], str(path))
+        return Loaded(
+            [
+                math500_record_to_task(r, index=i, where=str(path))
+                for i, r in enumerate(read_jsonl(path))
+            ],
+            str(path),
+        )
     return _from_hub(
-        "math500", split, data_dir, [rel], [MATH500_HUB],
-        lambda tables: [math500_record_to_task(r, index=i, where=MATH500_HUB.describe()) for i, r in enumerate(tables[0])],
+        "math500",
+        split,
+        data_dir,
+        [rel],
+        [MATH500_HUB],
+        lambda tables: [
+            math500_record_to_task(r, index=i, where=MATH500_HUB.describe())
+            for i, r in enumerate(tables[0])
+        ],
         hub,
     )
 
@@ -302,11 +348,24 @@ def load_gsm8k(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded
     path = _first_existing(data_dir, rel)
     if path is not None:
         recs = read_records(path)
-        return Loaded([gsm8k_record_to_task(r, split=split, index=i, where=str(path)) for i, r in enumerate(recs)], str(path))
+        return Loaded(
+            [
+                gsm8k_record_to_task(r, split=split, index=i, where=str(path))
+                for i, r in enumerate(recs)
+            ],
+            str(path),
+        )
     src = HubSource(GSM8K_HUB_REPO, split, "main")
     return _from_hub(
-        "gsm8k", split, data_dir, [f"{rel[0]}  (or {rel[1]})"], [src],
-        lambda tables: [gsm8k_record_to_task(r, split=split, index=i, where=src.describe()) for i, r in enumerate(tables[0])],
+        "gsm8k",
+        split,
+        data_dir,
+        [f"{rel[0]}  (or {rel[1]})"],
+        [src],
+        lambda tables: [
+            gsm8k_record_to_task(r, split=split, index=i, where=src.describe())
+            for i, r in enumerate(tables[0])
+        ],
         hub,
     )
 
@@ -316,28 +375,54 @@ def load_aime(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
     rel = AIME_FILES[split]
     path = _first_existing(data_dir, [rel])
     if path is not None:
-        return Loaded([aime_record_to_task(r, split=split, index=i, where=str(path)) for i, r in enumerate(read_json_list(path))], str(path))
+        return Loaded(
+            [
+                aime_record_to_task(r, split=split, index=i, where=str(path))
+                for i, r in enumerate(read_json_list(path))
+            ],
+            str(path),
+        )
     src = AIME_HUB[split]
     return _from_hub(
-        "aime", split, data_dir, [rel], [src],
-        lambda tables: [aime_record_to_task(r, split=split, index=i, where=src.describe()) for i, r in enumerate(tables[0])],
+        "aime",
+        split,
+        data_dir,
+        [rel],
+        [src],
+        lambda tables: [
+            aime_record_to_task(r, split=split, index=i, where=src.describe())
+            for i, r in enumerate(tables[0])
+        ],
         hub,
     )
 
 
 register_dataset(
-    "math", load_math, splits=("train", "test"), kind="math",
+    "math",
+    load_math,
+    splits=("train", "test"),
+    kind="math",
     description="MATH (Hendrycks et al. 2021): 7,500 train / 5,000 test competition problems, 7 subjects, levels 1-5",
 )
 register_dataset(
-    "math500", load_math500, splits=("test",), kind="math",
+    "math500",
+    load_math500,
+    splits=("test",),
+    kind="math",
     description="MATH-500: the 500-problem PRM800K test subset of MATH",
 )
 register_dataset(
-    "gsm8k", load_gsm8k, splits=("train", "test"), kind="math",
+    "gsm8k",
+    load_gsm8k,
+    splits=("train", "test"),
+    kind="math",
     description="GSM8K (main): 7,473 train / 1,319 test grade-school word problems",
 )
 register_dataset(
-    "aime", load_aime, splits=("2024", "validation"), kind="math", default_split="2024",
+    "aime",
+    load_aime,
+    splits=("2024", "validation"),
+    kind="math",
+    default_split="2024",
     description="AIME: '2024' = AIME 2024 I+II (30); 'validation' = AIMO validation set, AIME 2022-2024 (90)",
 )

@@ -12,7 +12,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tasks(n=5):
-    return tuple(Task(id=f"t/{i}", kind="math", prompt=f"what is {i}+1?", answer=str(i + 1)) for i in range(n))
+    return tuple(
+        Task(id=f"t/{i}", kind="math", prompt=f"what is {i}+1?", answer=str(i + 1))
+        for i in range(n)
+    )
 
 
 def test_dataset_basics():
@@ -47,16 +50,26 @@ def test_content_hash_is_sha256_of_canonical_json():
     import hashlib
 
     ts = _tasks()
-    canonical = json.dumps([t.to_dict() for t in ts], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canonical = json.dumps(
+        [t.to_dict() for t in ts], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
     assert content_hash(ts) == hashlib.sha256(canonical.encode()).hexdigest()
-    assert Dataset("a", "x", "math", ts).hash == Dataset("b", "y", "math", ts, source="s").hash == content_hash(ts)
+    assert (
+        Dataset("a", "x", "math", ts).hash
+        == Dataset("b", "y", "math", ts, source="s").hash
+        == content_hash(ts)
+    )
 
 
 def test_content_hash_sensitive_to_every_change():
     ts = _tasks()
     base = content_hash(ts)
-    changed_answer = ts[:2] + (Task(id="t/2", kind="math", prompt=ts[2].prompt, answer="4 "),) + ts[3:]
-    changed_meta = ts[:4] + (Task(id="t/4", kind="math", prompt=ts[4].prompt, answer="5", metadata={"level": 1}),)
+    changed_answer = (
+        ts[:2] + (Task(id="t/2", kind="math", prompt=ts[2].prompt, answer="4 "),) + ts[3:]
+    )
+    changed_meta = ts[:4] + (
+        Task(id="t/4", kind="math", prompt=ts[4].prompt, answer="5", metadata={"level": 1}),
+    )
     for other in (changed_answer, changed_meta, ts[::-1], ts[:-1]):
         assert content_hash(other) != base
     assert content_hash(_tasks()) == base  # equal records, fresh objects
@@ -65,7 +78,12 @@ def test_content_hash_sensitive_to_every_change():
 def test_hash_stable_across_processes():
     # Fixed records must give the same hash in a fresh interpreter (no randomised hashing).
     code = "import tasks; print(tasks.load('arith', split='test', size=50, seed=3).hash)"
-    out = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT).stdout for _ in range(2)}
+    out = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+        ).stdout
+        for _ in range(2)
+    }
     assert out == {tasks.load("arith", split="test", size=50, seed=3).hash + "\n"}
 
 
@@ -76,26 +94,38 @@ def test_registry_register_and_load():
         calls.append((split, data_dir, n))
         return Loaded(_tasks(n), f"toy:{split}")
 
-    tasks.register_dataset("toy-reg", loader, splits=("a", "b"), kind="math", description="toy", needs_data=False)
+    tasks.register_dataset(
+        "toy-reg", loader, splits=("a", "b"), kind="math", description="toy", needs_data=False
+    )
     try:
         assert "toy-reg" in tasks.list_datasets()
         info = tasks.dataset_info("toy-reg")
         assert info.default_split == "a" and info.description == "toy"
         ds = tasks.load("toy-reg", n=3)
-        assert (ds.name, ds.split, ds.kind, len(ds), ds.source) == ("toy-reg", "a", "math", 3, "toy:a")
+        assert (ds.name, ds.split, ds.kind, len(ds), ds.source) == (
+            "toy-reg",
+            "a",
+            "math",
+            3,
+            "toy:a",
+        )
         assert calls == [("a", None, 3)]
         with pytest.raises(ValueError, match=r"no split 'test'; valid splits: \('a', 'b'\)"):
             tasks.load("toy-reg", "test")
         with pytest.raises(ValueError, match="already registered"):
             tasks.register_dataset("toy-reg", loader, splits=("a",), kind="math", description="")
-        tasks.register_dataset("toy-reg", loader, splits=("a",), kind="math", description="v2", overwrite=True)
+        tasks.register_dataset(
+            "toy-reg", loader, splits=("a",), kind="math", description="v2", overwrite=True
+        )
         assert tasks.dataset_info("toy-reg").description == "v2"
     finally:
         tasks.dataset._REGISTRY.pop("toy-reg", None)
 
 
 def test_unknown_dataset_lists_registered():
-    with pytest.raises(tasks.UnknownDatasetError, match="Unknown dataset 'nope'; registered: .*arith.*gsm8k.*math"):
+    with pytest.raises(
+        tasks.UnknownDatasetError, match="Unknown dataset 'nope'; registered: .*arith.*gsm8k.*math"
+    ):
         tasks.load("nope")
 
 
@@ -114,11 +144,15 @@ def test_cache_per_name_split_path_kwargs(data_dir, tmp_path):
     assert tasks.load("aime", "validation", data_dir=data_dir) is not a
     # Another folder with the same file is a different cache entry.
     (tmp_path / "aime").mkdir()
-    (tmp_path / "aime" / "aime_2024.json").write_text((data_dir / "aime" / "aime_2024.json").read_text())
+    (tmp_path / "aime" / "aime_2024.json").write_text(
+        (data_dir / "aime" / "aime_2024.json").read_text()
+    )
     b = tasks.load("aime", "2024", data_dir=tmp_path)
     assert b is not a and b.hash == a.hash and b.source == str(tmp_path / "aime" / "aime_2024.json")
     g = tasks.load("arith", "test", size=10)
-    assert tasks.load("arith", "test", size=10) is g and tasks.load("arith", "test", size=11) is not g
+    assert (
+        tasks.load("arith", "test", size=10) is g and tasks.load("arith", "test", size=11) is not g
+    )
     tasks.clear_cache()
     assert tasks.load("aime", "2024", data_dir=data_dir) is not a
 
@@ -127,7 +161,9 @@ def test_cache_sees_files_only_after_clear(tmp_path, data_dir):
     with pytest.raises(tasks.DataNotFoundError):
         tasks.load("aime", "2024", data_dir=tmp_path)
     (tmp_path / "aime").mkdir()
-    (tmp_path / "aime" / "aime_2024.json").write_text((data_dir / "aime" / "aime_2024.json").read_text())
+    (tmp_path / "aime" / "aime_2024.json").write_text(
+        (data_dir / "aime" / "aime_2024.json").read_text()
+    )
     assert len(tasks.load("aime", "2024", data_dir=tmp_path)) == 30  # failures are not cached
 
 
@@ -136,5 +172,7 @@ def test_import_pulls_no_heavy_dependency():
         "import sys, tasks; tasks.load('arith', size=5);"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow','datasets','numpy','torch','marft_envs','sympy'}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+    ).stdout
     assert out.strip() == "[]"

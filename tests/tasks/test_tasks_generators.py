@@ -22,7 +22,10 @@ def _check_answer(task) -> None:
 
         def at(side: str, x: Fraction) -> Fraction:
             side = re.sub(r"(?<=[\d)])x", "*X", side).replace("x", "X")
-            return eval(re.sub(r"\d+", lambda m: f"Fraction({m.group()})", side), {"Fraction": Fraction, "X": x})
+            return eval(
+                re.sub(r"\d+", lambda m: f"Fraction({m.group()})", side),
+                {"Fraction": Fraction, "X": x},
+            )
 
         assert at(lhs, answer) == at(rhs, answer)
         assert at(lhs, answer + 1) != at(rhs, answer + 1)  # a unique solution
@@ -36,7 +39,9 @@ def test_answers_are_exact(level):
         ds = tasks.load("arith", split, size=150, seed=7, level=level)
         for t in ds:
             _check_answer(t)
-            assert t.metadata["level"] == (level or t.metadata["level"]) and t.metadata["family"] in families_for(t.metadata["level"])
+            assert t.metadata["level"] == (level or t.metadata["level"]) and t.metadata[
+                "family"
+            ] in families_for(t.metadata["level"])
 
 
 def test_every_family_and_level_appears():
@@ -54,14 +59,20 @@ def test_determinism_and_per_item_independence():
     bigger = tasks.load("arith", "train", size=100, seed=5, level=3)
     assert bigger.tasks[:60] == ds.tasks
     assert ds[41].id == "arith/train/s5/L3/000041"
-    assert tasks.load("arith", "test", size=3).ids == ("arith/test/s0/mix/000000", "arith/test/s0/mix/000001", "arith/test/s0/mix/000002")
+    assert tasks.load("arith", "test", size=3).ids == (
+        "arith/test/s0/mix/000000",
+        "arith/test/s0/mix/000001",
+        "arith/test/s0/mix/000002",
+    )
 
 
 def test_seeds_and_splits_differ():
     a = tasks.load("arith", "test", size=200, seed=0)
     b = tasks.load("arith", "test", size=200, seed=1)
     assert a.hash != b.hash
-    assert sum(x.prompt == y.prompt for x, y in zip(a, b)) < 40  # only tiny level-1 spaces may repeat
+    assert (
+        sum(x.prompt == y.prompt for x, y in zip(a, b)) < 40
+    )  # only tiny level-1 spaces may repeat
 
 
 def test_train_and_test_never_share_a_problem():

@@ -5,7 +5,12 @@ import pytest
 import tasks
 from tasks import DataNotFoundError, MalformedRecordError
 from tasks import math_loaders as ml
-from tasks.math_loaders import aime_record_to_task, gsm8k_record_to_task, math500_record_to_task, math_record_to_task
+from tasks.math_loaders import (
+    aime_record_to_task,
+    gsm8k_record_to_task,
+    math500_record_to_task,
+    math_record_to_task,
+)
 
 # Record counts from ../shared/data/README.md.
 COUNTS = [
@@ -50,7 +55,11 @@ def test_math_records(data_dir):
     t = ds.by_id("math/test/algebra/0000")
     assert t.answer == "920.25"
     assert t.metadata == {
-        "source": "MATH", "split": "test", "subject": "Algebra", "level": 4, "solution": t.metadata["solution"],
+        "source": "MATH",
+        "split": "test",
+        "subject": "Algebra",
+        "level": 4,
+        "solution": t.metadata["solution"],
     }
     subjects = {t.id.split("/")[2] for t in ds}
     assert subjects == set(ml.MATH_SUBJECTS)
@@ -77,7 +86,10 @@ def test_math500_gsm8k_aime_records(data_dir):
     assert a.by_id("aime/2024-I-01").answer == "204"
     assert a.by_id("aime/2024-II-15").metadata["contest"] == "II"
     assert {t.metadata["year"] for t in a} == {2024}
-    assert all(t.answer.isdigit() and 0 <= int(t.answer) <= 999 and t.answer == str(int(t.answer)) for t in a)
+    assert all(
+        t.answer.isdigit() and 0 <= int(t.answer) <= 999 and t.answer == str(int(t.answer))
+        for t in a
+    )
     assert any(t.metadata["answer_raw"].startswith("0") for t in a)  # "025" -> "25"
     v = tasks.load("aime", "validation", data_dir=data_dir)
     assert {t.metadata["year"] for t in v} == {2022, 2023, 2024}
@@ -91,7 +103,10 @@ def test_gsm8k_jsonl_alternative(tmp_path, data_dir):
     rows = tasks.load("gsm8k", "test", data_dir=data_dir)[:3]
     (tmp_path / "gsm8k").mkdir()
     (tmp_path / "gsm8k" / "test.jsonl").write_text(
-        "".join(json.dumps({"question": t.prompt, "answer": t.metadata["solution"]}) + "\n" for t in rows)
+        "".join(
+            json.dumps({"question": t.prompt, "answer": t.metadata["solution"]}) + "\n"
+            for t in rows
+        )
     )
     ds = tasks.load("gsm8k", "test", data_dir=tmp_path)
     assert ds.tasks == rows
@@ -103,13 +118,19 @@ def test_gsm8k_jsonl_alternative(tmp_path, data_dir):
 def test_hub_shaped_records_convert_like_local(data_dir):
     # HuggingFaceH4/aime_2024 rows: int id, "answer" instead of "final_answer".
     local = json.loads((data_dir / "aime" / "aime_2024.json").read_text())[0]
-    hub_row = {k: v for k, v in local.items() if k != "final_answer"} | {"id": int(local["id"]), "answer": local["final_answer"]}
+    hub_row = {k: v for k, v in local.items() if k != "final_answer"} | {
+        "id": int(local["id"]),
+        "answer": local["final_answer"],
+    }
     assert aime_record_to_task(hub_row, split="2024", index=0, where="hub") == aime_record_to_task(
         local, split="2024", index=0, where="file"
     )
 
 
-@pytest.mark.parametrize("name, split", [("math", "test"), ("math500", "test"), ("gsm8k", "test"), ("aime", "validation")])
+@pytest.mark.parametrize(
+    "name, split",
+    [("math", "test"), ("math500", "test"), ("gsm8k", "test"), ("aime", "validation")],
+)
 def test_hub_path_gives_same_dataset_hash(name, split, data_dir, tmp_path, monkeypatch):
     """The Hub cannot be reached from tests; stand in for it with the upstream rows
     (the local files hold the same records) and check the Hub path converts them to
@@ -121,8 +142,12 @@ def test_hub_path_gives_same_dataset_hash(name, split, data_dir, tmp_path, monke
             return ml.read_json_list(data_dir / "math" / "raw" / split / f"{source.config}.json")
         return {
             ml.MATH500_HUB.repo: lambda: ml.read_jsonl(data_dir / "math" / "math500_test.jsonl"),
-            ml.GSM8K_HUB_REPO: lambda: ml.read_parquet(data_dir / "gsm8k" / f"{split}-00000-of-00001.parquet"),
-            ml.AIME_HUB[split if name == "aime" else "2024"].repo: lambda: ml.read_json_list(data_dir / ml.AIME_FILES["validation"]),
+            ml.GSM8K_HUB_REPO: lambda: ml.read_parquet(
+                data_dir / "gsm8k" / f"{split}-00000-of-00001.parquet"
+            ),
+            ml.AIME_HUB[split if name == "aime" else "2024"].repo: lambda: ml.read_json_list(
+                data_dir / ml.AIME_FILES["validation"]
+            ),
         }[source.repo]()
 
     monkeypatch.setattr(ml, "load_hub_records", rows)
@@ -138,7 +163,12 @@ def test_hub_path_gives_same_dataset_hash(name, split, data_dir, tmp_path, monke
     [
         ("math", "train", "math/raw/train/algebra.json", "EleutherAI/hendrycks_math"),
         ("math500", "test", "math/math500_test.jsonl", "HuggingFaceH4/MATH-500"),
-        ("gsm8k", "test", "gsm8k/test-00000-of-00001.parquet", "openai/gsm8k (split test, config main)"),
+        (
+            "gsm8k",
+            "test",
+            "gsm8k/test-00000-of-00001.parquet",
+            "openai/gsm8k (split test, config main)",
+        ),
         ("aime", "2024", "aime/aime_2024.json", "HuggingFaceH4/aime_2024"),
         ("aime", "validation", "aime/aimo_validation_aime.json", "AI-MO/aimo-validation-aime"),
     ],
@@ -147,7 +177,15 @@ def test_missing_data_message(name, split, expected, hub_id, tmp_path):
     with pytest.raises(DataNotFoundError) as err:
         tasks.load(name, split, data_dir=tmp_path)
     msg = str(err.value)
-    for needle in (expected, str(tmp_path), "data_dir=", "MARFT_DATA_DIR", hub_id, "pip install 'marft-envs[hub]'", "MARFT_NO_HUB is set"):
+    for needle in (
+        expected,
+        str(tmp_path),
+        "data_dir=",
+        "MARFT_DATA_DIR",
+        hub_id,
+        "pip install 'marft-envs[hub]'",
+        "MARFT_NO_HUB is set",
+    ):
         assert needle in msg, (needle, msg)
     assert isinstance(err.value, FileNotFoundError)
 
@@ -157,13 +195,18 @@ def test_missing_data_offline_hub_probe(tmp_path, monkeypatch):
     pytest.importorskip("datasets")
     monkeypatch.delenv("MARFT_NO_HUB")
     monkeypatch.setenv("HF_ENDPOINT", "https://hub.invalid")
-    with pytest.raises(DataNotFoundError, match=r"(?s)Hub fallback not used: the Hub \(hub.invalid:443\) is unreachable"):
+    with pytest.raises(
+        DataNotFoundError,
+        match=r"(?s)Hub fallback not used: the Hub \(hub.invalid:443\) is unreachable",
+    ):
         tasks.load("math500", data_dir=tmp_path)
 
 
 def test_missing_data_without_any_folder(monkeypatch, tmp_path):
     monkeypatch.setattr(tasks.dataset, "SHARED_DATA_DIR", tmp_path / "absent")
-    with pytest.raises(DataNotFoundError, match=r"no data folder \(data_dir= not given, \$MARFT_DATA_DIR not set"):
+    with pytest.raises(
+        DataNotFoundError, match=r"no data folder \(data_dir= not given, \$MARFT_DATA_DIR not set"
+    ):
         tasks.load("aime", hub=False)
 
 
@@ -193,8 +236,14 @@ GOOD_AIME = {"id": "1", "problem": "p", "solution": "s", "final_answer": "12", "
 @pytest.mark.parametrize(
     "records, match",
     [
-        ([GOOD_AIME, {k: v for k, v in GOOD_AIME.items() if k != "problem"}], r"record 1 \(id 1\): missing field 'problem'"),
-        ([{k: v for k, v in GOOD_AIME.items() if k != "final_answer"}], r"record 0 \(id 1\): missing field 'final_answer' or 'answer'"),
+        (
+            [GOOD_AIME, {k: v for k, v in GOOD_AIME.items() if k != "problem"}],
+            r"record 1 \(id 1\): missing field 'problem'",
+        ),
+        (
+            [{k: v for k, v in GOOD_AIME.items() if k != "final_answer"}],
+            r"record 0 \(id 1\): missing field 'final_answer' or 'answer'",
+        ),
         ([GOOD_AIME | {"problem": 7}], r"field 'problem' must be str, got int"),
         ([GOOD_AIME | {"problem": "  "}], r"field 'problem' is empty"),
         ([GOOD_AIME, "oops"], r"record 1: expected a JSON object, got str"),
@@ -213,27 +262,43 @@ def test_malformed_math_no_boxed(tmp_path, data_dir):
     folder = tmp_path / "math" / "raw" / "test"
     folder.mkdir(parents=True)
     for s in ml.MATH_SUBJECTS:
-        (folder / f"{s}.json").write_text((data_dir / "math" / "raw" / "test" / f"{s}.json").read_text())
+        (folder / f"{s}.json").write_text(
+            (data_dir / "math" / "raw" / "test" / f"{s}.json").read_text()
+        )
     recs = json.loads((folder / "geometry.json").read_text())
     recs[3]["solution"] = "no box"
     (folder / "geometry.json").write_text(json.dumps(recs))
-    with pytest.raises(MalformedRecordError, match=r"geometry.json: record 3 \(math/test/geometry/0003\): field 'solution' has no \\boxed"):
+    with pytest.raises(
+        MalformedRecordError,
+        match=r"geometry.json: record 3 \(math/test/geometry/0003\): field 'solution' has no \\boxed",
+    ):
         tasks.load("math", "test", data_dir=tmp_path)
 
 
 def test_malformed_jsonl_and_gsm8k(tmp_path):
     (tmp_path / "math").mkdir()
-    (tmp_path / "math" / "math500_test.jsonl").write_text('{"problem": "p", "answer": "1", "unique_id": "a.json"}\n{bad\n')
-    with pytest.raises(MalformedRecordError, match=r"math500_test.jsonl: record at line 2: invalid JSON"):
+    (tmp_path / "math" / "math500_test.jsonl").write_text(
+        '{"problem": "p", "answer": "1", "unique_id": "a.json"}\n{bad\n'
+    )
+    with pytest.raises(
+        MalformedRecordError, match=r"math500_test.jsonl: record at line 2: invalid JSON"
+    ):
         tasks.load("math500", data_dir=tmp_path)
     (tmp_path / "gsm8k").mkdir()
-    (tmp_path / "gsm8k" / "train.jsonl").write_text(json.dumps({"question": "q", "answer": "no marker"}) + "\n")
-    with pytest.raises(MalformedRecordError, match=r"train.jsonl: record 0 \(gsm8k/train/0000\): field 'answer' has no '#### <answer>'"):
+    (tmp_path / "gsm8k" / "train.jsonl").write_text(
+        json.dumps({"question": "q", "answer": "no marker"}) + "\n"
+    )
+    with pytest.raises(
+        MalformedRecordError,
+        match=r"train.jsonl: record 0 \(gsm8k/train/0000\): field 'answer' has no '#### <answer>'",
+    ):
         tasks.load("gsm8k", "train", data_dir=tmp_path)
 
 
 def test_converters_name_the_record():
-    with pytest.raises(MalformedRecordError, match=r"^f: record 5 \(math/test/x/0005\): missing field 'solution'"):
+    with pytest.raises(
+        MalformedRecordError, match=r"^f: record 5 \(math/test/x/0005\): missing field 'solution'"
+    ):
         math_record_to_task({"problem": "p"}, split="test", subject="x", index=5, where="f")
     with pytest.raises(MalformedRecordError, match=r"^f: record 2 \(u\): missing field 'answer'"):
         math500_record_to_task({"problem": "p", "unique_id": "u"}, index=2, where="f")
