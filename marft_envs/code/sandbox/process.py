@@ -14,7 +14,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 _CHUNK = 65536
 #: After the main process exits, how long to wait for pipes held open by escaped
@@ -49,10 +49,13 @@ def run_bounded(
     output_bytes: int,
     env: Mapping[str, str],
     cwd: str | None = None,
-    preexec_fn: Callable[[], None] | None = None,
     pass_fds: Sequence[int] = (),
+    **popen: Any,
 ) -> RawRun:
-    """Start ``cmd``, feed ``stdin``, capture bounded output, kill on timeout/overflow."""
+    """Start ``cmd``, feed ``stdin``, capture bounded output, kill on timeout/overflow.
+
+    ``popen`` passes extra `subprocess.Popen` options (``user``, ``group``, ...).
+    """
     start = time.monotonic()
     deadline = start + timeout
     proc = subprocess.Popen(
@@ -62,10 +65,10 @@ def run_bounded(
         stderr=subprocess.PIPE,
         env=dict(env),
         cwd=cwd,
-        preexec_fn=preexec_fn,
         pass_fds=tuple(pass_fds),
         start_new_session=True,
         close_fds=True,
+        **popen,
     )
     out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
     bufs = {out_fd: bytearray(), err_fd: bytearray()}

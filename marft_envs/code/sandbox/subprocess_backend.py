@@ -15,7 +15,7 @@ import tempfile
 from .base import PROGRAM_FILE, ExecResult, Job, Sandbox, decode
 from .outcome import classify
 from .process import run_bounded
-from .rlimits import preexec
+from .rlimits import preexec, prlimit_args
 from .workdir import collect, populate
 
 
@@ -40,19 +40,22 @@ class SubprocessSandbox(Sandbox):
     def __init__(self, limits=None, *, python: str | None = None, **overrides) -> None:
         super().__init__(limits, **overrides)
         self.python = python or sys.executable
+        prlimit = shutil.which("prlimit")
+        # prlimit(1) rather than a preexec_fn: preexec_fn is unsafe when callers use threads.
+        self._prlimit = [prlimit, *prlimit_args(self.limits), "--"] if prlimit else []
 
     def _run(self, job: Job) -> ExecResult:
         workdir = tempfile.mkdtemp(prefix="marft-sbx-")
         try:
             populate(workdir, job)
             raw = run_bounded(
-                [self.python, "-B", "-s", PROGRAM_FILE, *job.argv],
+                [*self._prlimit, self.python, "-B", "-s", PROGRAM_FILE, *job.argv],
                 stdin=job.stdin,
                 timeout=job.timeout,
                 output_bytes=self.limits.output_bytes,
                 env=program_env(workdir, workdir),
                 cwd=workdir,
-                preexec_fn=preexec(self.limits),
+                **({} if self._prlimit else {"preexec_fn": preexec(self.limits)}),
             )
             extra = collect(workdir, job.files, self.limits.extra_files_bytes)
         finally:
