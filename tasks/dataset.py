@@ -97,6 +97,17 @@ class Dataset:
                 f"({len(self)} tasks; ids look like {examples}{', ...' if len(self) > 3 else ''})"
             ) from None
 
+    def filter(self, predicate: Callable[[Task], bool]) -> Dataset:
+        """A dataset of the tasks for which ``predicate`` is true (same name, split,
+        source; its own hash), e.g. ``ds.filter(lambda t: t.metadata["level"] <= 2)``."""
+        return Dataset(
+            self.name,
+            self.split,
+            self.kind,
+            tuple(t for t in self.tasks if predicate(t)),
+            self.source,
+        )
+
     def __contains__(self, task_id: object) -> bool:
         return task_id in self._index
 

@@ -31,6 +31,18 @@ def test_dataset_basics():
     assert "tasks=" not in repr(ds)
 
 
+def test_filter_keeps_order_and_rehashes():
+    ds = Dataset("toy", "test", "math", _tasks(), source="here")
+    odd = ds.filter(lambda t: int(t.answer) % 2 == 1)
+    assert odd.ids == ("t/0", "t/2", "t/4") and (odd.name, odd.split, odd.source) == (
+        "toy",
+        "test",
+        "here",
+    )
+    assert odd.hash == content_hash(odd.tasks) != ds.hash
+    assert ds.filter(lambda t: True) == ds
+
+
 def test_by_id_unknown_names_valid_ids():
     ds = Dataset("toy", "test", "math", _tasks())
     with pytest.raises(KeyError, match=r"'nope'.*'t/0', 't/1', 't/2'"):
