@@ -62,6 +62,15 @@ class DataNotFoundError(FileNotFoundError):
             )
             lines.append(f"Hub fallback not used: {hub_reason}.")
         super().__init__("\n".join(lines))
+        self._kwargs = {
+            "expected": self.expected,
+            "data_dir": data_dir,
+            "hub_id": hub_id,
+            "hub_reason": hub_reason,
+        }
+
+    def __reduce__(self):  # picklable across worker processes despite keyword-only args
+        return _rebuild_data_not_found, (self.dataset, self.split, self._kwargs)
 
 
 class MalformedRecordError(ValueError):
@@ -72,3 +81,10 @@ class MalformedRecordError(ValueError):
         self.record = record
         self.problem = problem
         super().__init__(f"{where}: record {record}: {problem}")
+
+    def __reduce__(self):
+        return type(self), (self.where, self.record, self.problem)
+
+
+def _rebuild_data_not_found(dataset: str, split: str, kwargs: dict) -> DataNotFoundError:
+    return DataNotFoundError(dataset, split, **kwargs)

@@ -190,6 +190,18 @@ def test_missing_data_message(name, split, expected, hub_id, tmp_path):
     assert isinstance(err.value, FileNotFoundError)
 
 
+def test_errors_survive_pickling(tmp_path):
+    # Vector environments may run loaders in worker processes.
+    import pickle
+
+    with pytest.raises(DataNotFoundError) as missing:
+        tasks.load("gsm8k", "train", data_dir=tmp_path)
+    copy = pickle.loads(pickle.dumps(missing.value))
+    assert str(copy) == str(missing.value) and copy.expected == missing.value.expected
+    bad = MalformedRecordError("f.json", "3 (x)", "missing field 'problem'")
+    assert str(pickle.loads(pickle.dumps(bad))) == str(bad)
+
+
 def test_missing_data_offline_hub_probe(tmp_path, monkeypatch):
     # The real Hub path: `datasets` is installed, the Hub host does not resolve.
     pytest.importorskip("datasets")
