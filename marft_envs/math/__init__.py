@@ -1,0 +1,22 @@
+"""Math answer verification: extraction, normalisation, and the equivalence cascade.
+
+    from marft_envs.math import verify
+    verify("... so the answer is $\\boxed{\\frac{1}{2}}$.", "0.5")   # Verdict(correct=True, ...)
+
+Exact and numeric checks run in-process; symbolic (sympy) checks run in a
+killable worker process under a hard time limit. See docs/math_verifier.md.
+"""
+
+from .extract import extract_answer
+from .normalize import normalize
+from .verify import DEFAULT_TIMEOUT, MAX_ANSWER_CHARS, verify, verify_many, warmup
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MAX_ANSWER_CHARS",
+    "extract_answer",
+    "normalize",
+    "verify",
+    "verify_many",
+    "warmup",
+]

@@ -1,0 +1,273 @@
+"""The equivalence cascade over answer shapes: exact string, numeric, symbolic.
+
+``compare`` walks two shapes (see ``structure.py``) and asks a *judge* about each
+pair of leaf expressions. Two judges share that walk:
+
+* ``NumericJudge`` (in-process, no sympy): exact string, then bounded exact /
+  mpmath evaluation; expressions with variables are compared at fixed sample
+  points. It answers True, False, or None ("cannot tell cheaply").
+* ``SympyJudge`` (only inside the worker): the numeric judge first, then sympy.
+
+An outcome is ``(equal, method)`` with equal in {True, False, None} and method in
+"exact" < "numeric" < "symbolic" (the strongest step any part needed).
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Callable
+
+from . import structure as st
+from .evaluate import TooHard, Undefined, divide, evaluate, sample_point, values_equal
+from .latex import LatexError, Tree, free_symbols, has_decimal, parse_latex
+
+EXACT, NUMERIC, SYMBOLIC = "exact", "numeric", "symbolic"
+_RANK = {EXACT: 0, NUMERIC: 1, SYMBOLIC: 2}
+SAMPLE_POINTS = 3
+_ZERO = Fraction(0)
+# Errors that mean "the cheap evaluation cannot decide", never "different".
+_UNDECIDED = (TooHard, Undefined, ArithmeticError, TypeError, ValueError, OverflowError)
+
+Outcome = tuple  # (bool | None, str)
+
+_CHOICE_REF = re.compile(r"^[A-E]$")
+_CHOICE_PRED = re.compile(r"^\(?([A-E])(?:\)|\.|:|$)")
+
+
+def _strongest(a: str, b: str) -> str:
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def _residual(lhs: str, rhs: str) -> Tree:
+    return ("+", (parse_latex(lhs), ("neg", parse_latex(rhs))))
+
+
+class NumericJudge:
+    """Leaf comparisons without sympy: bounded, in-process, never hangs."""
+
+    def expr(self, a: str, b: str) -> Outcome:
+        if a == b:
+            return True, EXACT
+        try:
+            ta, tb = parse_latex(a), parse_latex(b)
+        except LatexError:
+            return False, EXACT
+        return self.trees(ta, tb)
+
+    def trees(self, ta: Tree, tb: Tree) -> Outcome:
+        approximate = has_decimal(ta) or has_decimal(tb)
+        names = free_symbols(ta) | free_symbols(tb)
+        method = SYMBOLIC if names else NUMERIC
+        results = []
+        for k in range(SAMPLE_POINTS if names else 1):
+            env = sample_point(names, k) if names else None
+            try:
+                results.append(values_equal(evaluate(ta, env), evaluate(tb, env), approximate))
+            except _UNDECIDED:
+                results.append(None)
+            if results[-1] is False:
+                return False, method
+        return (True if all(r is True for r in results) else None), method
+
+    def equation(self, a: st.Equation, b: st.Equation) -> Outcome:
+        try:
+            f, g = _residual(a.lhs, a.rhs), _residual(b.lhs, b.rhs)
+        except LatexError:
+            return False, EXACT
+        return self.residuals(f, g)
+
+    def residuals(self, f: Tree, g: Tree) -> Outcome:
+        names = free_symbols(f) | free_symbols(g)
+        if not names:
+            return None, SYMBOLIC
+        ratios = []
+        try:
+            for k in range(SAMPLE_POINTS):
+                env = sample_point(names, k)
+                fv, gv = evaluate(f, env), evaluate(g, env)
+                if values_equal(gv, _ZERO, False) is not False or values_equal(fv, _ZERO, False) is not False:
+                    return None, SYMBOLIC
+                ratios.append(divide(fv, gv))
+        except _UNDECIDED:
+            return None, SYMBOLIC
+        verdicts = [values_equal(ratios[0], q, False) for q in ratios[1:]]
+        if any(v is False for v in verdicts):
+            return False, SYMBOLIC
+        return (True if all(verdicts) else None), SYMBOLIC
+
+
+class SympyJudge(NumericJudge):
+    """The numeric judge, then sympy for what it cannot decide. Worker-only."""
+
+    def trees(self, ta: Tree, tb: Tree) -> Outcome:
+        equal, method = super().trees(ta, tb)
+        if equal is not None:
+            return equal, method
+        from .symbolic import trees_equal
+
+        return trees_equal(ta, tb, has_decimal(ta) or has_decimal(tb)), SYMBOLIC
+
+    def residuals(self, f: Tree, g: Tree) -> Outcome:
+        equal, method = super().residuals(f, g)
+        if equal is not None:
+            return equal, method
+        from .symbolic import equations_equal
+
+        return equations_equal(f, g), SYMBOLIC
+
+
+def _all(pairs, judge) -> Outcome:
+    """AND over item pairs; a decisive False wins over undecided items."""
+    method, undecided = EXACT, False
+    for a, b in pairs:
+        equal, m = compare(a, b, judge)
+        if equal is False:
+            return False, m
+        undecided |= equal is None
+        method = _strongest(method, m)
+    return (None if undecided else True), method
+
+
+def _matching(n: int, ok: Callable[[int, int], bool]) -> bool:
+    """Whether an n x n bipartite graph has a perfect matching (Kuhn's algorithm)."""
+    owner = [-1] * n
+
+    def augment(i: int, seen: list[bool]) -> bool:
+        for j in range(n):
+            if ok(i, j) and not seen[j]:
+                seen[j] = True
+                if owner[j] < 0 or augment(owner[j], seen):
+                    owner[j] = i
+                    return True
+        return False
+
+    return all(augment(i, [False] * n) for i in range(n))
+
+
+def _unordered(xs: tuple, ys: tuple, judge) -> Outcome:
+    if len(xs) != len(ys):
+        return False, EXACT
+    grid = [[compare(x, y, judge) for y in ys] for x in xs]
+    method = EXACT
+    for row in grid:
+        for equal, m in row:
+            if equal is not False:
+                method = _strongest(method, m)
+    n = len(xs)
+    if _matching(n, lambda i, j: grid[i][j][0] is True):
+        return True, method
+    if _matching(n, lambda i, j: grid[i][j][0] is not False):
+        return None, method
+    return False, method
+
+
+def _dedupe(items: tuple) -> tuple:
+    return tuple(dict.fromkeys(items))
+
+
+def _vector(m: st.Matrix) -> tuple | None:
+    """The entries of a row or column vector, else None."""
+    if len(m.rows) == 1:
+        return m.rows[0]
+    if all(len(r) == 1 for r in m.rows):
+        return tuple(r[0] for r in m.rows)
+    return None
+
+
+def _as_equation(node) -> st.Equation | None:
+    if isinstance(node, st.Equation):
+        return node
+    if isinstance(node, st.Assign) and isinstance(node.value, st.Leaf):
+        return st.Equation(node.var, node.value.text)
+    return None
+
+
+def _text_key(s: str) -> str:
+    return re.sub(r"[^0-9a-z]", "", s.casefold())
+
+
+def _relations(p: st.Relation, r: st.Relation, judge) -> Outcome:
+    if p.ops != r.ops or len(p.parts) != len(r.parts):
+        return False, EXACT
+    return _all(zip(map(st.Leaf, p.parts), map(st.Leaf, r.parts)), judge)
+
+
+def compare(p, r, judge) -> Outcome:
+    """Compare a predicted shape with a reference shape, leaf pairs going to ``judge``."""
+    tp, tr = type(p), type(r)
+    if tp is st.Leaf and tr is st.Leaf:
+        return judge.expr(p.text, r.text)
+    if tp is st.Text or tr is st.Text:
+        return (tp is tr and _text_key(p.text) == _text_key(r.text)), EXACT
+    if tp is st.Assign and tr is st.Assign:
+        if p.var != r.var:
+            return False, EXACT
+        return compare(p.value, r.value, judge)
+    if st.Equation in (tp, tr):
+        e, f = _as_equation(p), _as_equation(r)
+        if e is None or f is None:
+            return False, EXACT
+        return judge.equation(e, f)
+    if tp is st.Assign or tr is st.Assign:
+        return compare(p.value if tp is st.Assign else p, r.value if tr is st.Assign else r, judge)
+    if tp is st.Relation and tr is st.Relation:
+        outcome = _relations(p, r, judge)
+        return outcome if outcome[0] is not False else _relations(st.flip(p), r, judge)
+    if tp is st.Seq and tr is st.Seq:
+        if (p.open, p.close) != (r.open, r.close) or len(p.items) != len(r.items):
+            return False, EXACT
+        return _all(zip(p.items, r.items), judge)
+    if {tp, tr} == {st.Seq, st.Bag}:
+        seq = p if tp is st.Seq else r
+        if (seq.open, seq.close) != ("(", ")") or len(p.items) != len(r.items):
+            return False, EXACT
+        return _all(zip(p.items, r.items), judge)  # a bare list read as a tuple
+    unordered = (st.Bag, st.SetOf)
+    if tp in unordered and tr in unordered:
+        xs = _dedupe(p.items) if tp is st.SetOf else p.items
+        ys = _dedupe(r.items) if tr is st.SetOf else r.items
+        return _unordered(xs, ys, judge)
+    if tp is st.Union and tr is st.Union:
+        return _unordered(p.items, r.items, judge)
+    if tp is st.Matrix and tr is st.Matrix:
+        if [len(row) for row in p.rows] != [len(row) for row in r.rows]:
+            return False, EXACT
+        return _all(zip(sum(p.rows, ()), sum(r.rows, ())), judge)
+    if st.Matrix in (tp, tr):
+        other = r if tp is st.Matrix else p
+        vec = _vector(p if tp is st.Matrix else r)
+        round_seq = tp is st.Bag or tr is st.Bag or (
+            isinstance(other, st.Seq) and (other.open, other.close) == ("(", ")")
+        )
+        if vec is None or not round_seq or len(vec) != len(other.items):
+            return False, EXACT
+        return _all(zip(vec, other.items) if tp is st.Matrix else zip(other.items, vec), judge)
+    return False, EXACT
+
+
+def equivalent(pred: str, ref: str, judge) -> Outcome:
+    """Compare two *normalised* answers."""
+    if pred == ref:
+        return True, EXACT
+    if _CHOICE_REF.match(ref):
+        m = _CHOICE_PRED.match(pred)
+        return bool(m and m.group(1) == ref), EXACT
+    try:
+        return compare(st.parse_answer(pred), st.parse_answer(ref), judge)
+    except (ValueError, RecursionError):
+        return False, EXACT
+
+
+NUMERIC_JUDGE = NumericJudge()
+
+
+def fast_compare(pred: str, ref: str) -> Outcome:
+    """The in-process cascade (exact, numeric); ``None`` means "needs sympy"."""
+    return equivalent(pred, ref, NUMERIC_JUDGE)
+
+
+def full_compare(pred: str, ref: str) -> Outcome:
+    """The whole cascade including sympy. Runs in the worker process."""
+    equal, method = equivalent(pred, ref, SympyJudge())
+    return bool(equal), method

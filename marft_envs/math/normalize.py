@@ -1,0 +1,169 @@
+"""Normalise an answer string to a canonical LaTeX-ish form.
+
+Only cosmetic differences are removed here (the same value written two ways
+should become the same string as often as possible, so the cheap exact check
+catches it). Rules decided by this project (see docs/math_verifier.md):
+
+* ``$``/``\\(``/``\\[`` delimiters, ``\\left``/``\\right``, spacing commands, ``\\displaystyle``
+  and font commands are dropped; ``\\dfrac``/``\\tfrac`` become ``\\frac``.
+* Degrees (``^\\circ``), percent signs and dollar signs are *labels*: they are
+  dropped, never converted (``10\\%`` equals ``10``; it does not equal ``0.1``).
+* ``\\text{...}`` that is only words next to some maths is a unit and is dropped
+  (with a following ``^2``/``^3``); a text-only answer keeps its words.
+* ``1,000`` and ``1{,}000`` are thousands separators only when the whole answer
+  is such a number; ``(1,000)`` stays a pair.
+* "and"/"or" between items become commas.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_UNICODE = {
+    "\u2212": "-", "\u2013": "-", "\u00d7": "\\times ", "\u00f7": "\\div ", "\u00b7": "\\cdot ",
+    "\u22c5": "\\cdot ", "\u03c0": "\\pi ", "\u221e": "\\infty ", "\u221a": "\\sqrt",
+    "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\ne ", "\u222a": "\\cup ", "\u2229": "\\cap ",
+    "\u00b2": "^2", "\u00b3": "^3", "\u00b0": "", "\u2032": "'",
+}
+_THIN_THOUSANDS = re.compile(r"(?<=\d)\\[,!; ](?=\d{3}(?!\d))")
+_SPACING = re.compile(
+    r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle|textstyle|quad|qquad|"
+    r"limits|nolimits)(?![A-Za-z])|\\[!,;: ]|~"
+)
+_ALIASES = [
+    (re.compile(r"\\[dt]frac(?![A-Za-z])"), r"\\frac"),
+    (re.compile(r"\\leq?slant(?![A-Za-z])|\\leq(?![A-Za-z])"), r"\\le "),
+    (re.compile(r"\\geq?slant(?![A-Za-z])|\\geq(?![A-Za-z])"), r"\\ge "),
+    (re.compile(r"\\neq(?![A-Za-z])"), r"\\ne "),
+    (re.compile(r"\\lt(?![A-Za-z])"), "<"),
+    (re.compile(r"\\gt(?![A-Za-z])"), ">"),
+    (re.compile(r"\\lbrace(?![A-Za-z])"), r"\\{"),
+    (re.compile(r"\\rbrace(?![A-Za-z])"), r"\\}"),
+    (re.compile(r"\\[lr]?vert(?![A-Za-z])"), "|"),
+    (re.compile(r"\\infinity(?![A-Za-z])|(?<![\\A-Za-z])infinity(?![A-Za-z])"), r"\\infty "),
+]
+_DEGREE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ(?![A-Za-z])|\\degree(?![A-Za-z])")
+_PERCENT_DOLLAR = re.compile(r"\\%|%|\\\$|\\textdollar(?![A-Za-z])")
+_TEXT_COMMANDS = (
+    "text", "textbf", "textit", "textrm", "textnormal", "mbox", "mathrm", "mathbf", "mathit",
+    "mathsf", "boldsymbol", "operatorname", "boxed", "fbox", "hbox", "emph",
+)
+_TEXT_COMMAND = re.compile(r"\\(" + "|".join(_TEXT_COMMANDS) + r")\s*\{")
+_WORDS_ONLY = re.compile(r"^[A-Za-z][A-Za-z .\-']*$")
+_UNIT_POWER = re.compile(r"\s*\^\s*(?:\{\s*[23]\s*\}|[23])")
+# Words that are maths, never units, when written without a backslash.
+_MATH_WORDS = {"pi", "sqrt", "sin", "cos", "tan", "log", "ln", "exp", "and", "or", "i", "e"}
+_TRAILING_UNIT = re.compile(r"(?<=[\d}).])((?:\s+[A-Za-z]{2,}\.?(?:\s*\^\s*\{?[23]\}?)?)+)\s*$")
+_THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_FRAC_SHORT = [
+    (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*([0-9a-zA-Z])"), r"\\frac{\1}{\2}"),
+    (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*\{"), r"\\frac{\1}{"),
+    (re.compile(r"\\frac\s*(\{[^{}]*\})\s*([0-9a-zA-Z])"), r"\\frac\1{\2}"),
+    (re.compile(r"\\sqrt\s*([0-9a-zA-Z])"), r"\\sqrt{\1}"),
+]
+_AND_OR = re.compile(r"\s+(?:and|or)\s+|,\s*(?:and|or)\s+")
+_SPACE = re.compile(r"\s+")
+_USELESS_SPACE = re.compile(r"(?<![A-Za-z0-9]) | (?![A-Za-z0-9])")
+_SINGLE_TOKEN_PARENS = re.compile(r"^\((-?[A-Za-z0-9.]+)\)$")
+
+
+def _braced(s: str, i: int) -> int:
+    """Index just past the brace group that opens at ``s[i] == '{'``, or -1 if unclosed."""
+    depth = 0
+    j = i
+    while j < len(s):
+        c = s[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return -1
+
+
+def _unwrap_text(s: str) -> str:
+    """Replace ``\\text{...}``-like groups by their content; drop word-only units."""
+    out = []
+    pos = 0
+    whole = s.strip()
+    for _ in range(1000):  # bounded: each pass consumes one command
+        m = _TEXT_COMMAND.search(s, pos)
+        if not m:
+            break
+        end = _braced(s, m.end() - 1)
+        if end < 0:
+            break
+        inner = s[m.end() : end - 1]
+        out.append(s[pos : m.start()])
+        words = inner.strip()
+        if words in ("and", "or", ","):
+            out.append(",")
+        elif (
+            m.group(1) in ("text", "mbox", "textrm", "mathrm", "textnormal")
+            and _WORDS_ONLY.match(words)
+            and s[m.start() : end].strip() != whole
+            and re.search(r"[0-9}]", s[: m.start()] + s[end:])
+        ):
+            out.append(" ")  # a unit next to a number: drop it and any ^2/^3
+            power = _UNIT_POWER.match(s, end)
+            if power:
+                end = power.end()
+        else:
+            out.append(" " + _unwrap_text(inner) + " ")
+        pos = end
+    out.append(s[pos:])
+    return "".join(out)
+
+
+def _strip_trailing_units(s: str) -> str:
+    m = _TRAILING_UNIT.search(s)
+    if not m:
+        return s
+    words = re.findall(r"[A-Za-z]+", m.group(1))
+    if any(w.lower() in _MATH_WORDS for w in words):
+        return s
+    return s[: m.start(1)]
+
+
+def normalize(answer: str) -> str:
+    """Return the canonical form of a bare answer (see the module docstring for the rules)."""
+    if not isinstance(answer, str):
+        answer = "" if answer is None else str(answer)
+    s = answer
+    for k, v in _UNICODE.items():
+        if k in s:
+            s = s.replace(k, v)
+    s = unicodedata.normalize("NFKC", s)
+    s = s.replace("\\$", " ").replace("$", " ")
+    s = s.replace("\\(", " ").replace("\\)", " ").replace("\\[", " ").replace("\\]", " ")
+    s = _THIN_THOUSANDS.sub("", s)
+    s = _SPACING.sub(" ", s)
+    for pattern, repl in _ALIASES:
+        s = pattern.sub(repl, s)
+    s = _DEGREE.sub(" ", s)
+    s = _PERCENT_DOLLAR.sub(" ", s)
+    s = _unwrap_text(s)
+    s = _AND_OR.sub(",", s)
+    s = _SPACE.sub(" ", s).strip()
+    s = _strip_trailing_units(s).strip()
+    s = re.sub(r"\b(?:dollars?|cents?|USD)\b", " ", s).strip() if re.search(r"\d", s) else s
+    s = s.replace("{,}", "")
+    if _THOUSANDS.match(s):
+        s = s.replace(",", "")
+    for pattern, repl in _FRAC_SHORT:
+        s = pattern.sub(repl, s)
+    s = _SPACE.sub(" ", s)
+    s = _USELESS_SPACE.sub("", s).strip()
+    s = s.rstrip(".").strip()
+    if s.startswith("+"):
+        s = s[1:]
+    m = _SINGLE_TOKEN_PARENS.match(s)
+    if m:
+        s = m.group(1)
+    return s

@@ -1,0 +1,204 @@
+"""Split a normalised answer into its shape: a number/expression, a tuple, an
+interval, a set, a union, a matrix, an equation, an inequality, or text.
+
+Shapes decide the order rules used by the comparison:
+
+* ``Seq``: a bracketed list ``(1,2)``, ``[1,2)``; ordered, and its brackets must match
+  (so open/closed interval ends matter and ``(1,2)`` is not ``[1,2]``);
+* ``SetOf``: ``\\{1,2\\}``, unordered, duplicates ignored;
+* ``Bag``: a bare list ``1, 2`` (or ``1 \\pm 2``), unordered;
+* ``Union``: ``A \\cup B``, unordered;
+* ``Matrix``: ``\\begin{pmatrix}..\\end{pmatrix}``;
+* ``Assign``: ``x = 3`` (a variable or ``f(x)`` on the left), ``Equation``: any other ``=``;
+* ``Relation``: ``<``, ``\\le``, ``>``, ``\\ge``, ``\\ne`` chains;
+* ``Text``: words; ``Leaf``: everything else (a single expression).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+MAX_ITEMS = 64
+
+
+@dataclass(frozen=True)
+class Leaf:
+    text: str
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+
+
+@dataclass(frozen=True)
+class Seq:
+    open: str
+    close: str
+    items: tuple
+
+
+@dataclass(frozen=True)
+class SetOf:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Bag:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Union:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Matrix:
+    rows: tuple  # tuple of tuples of nodes
+
+
+@dataclass(frozen=True)
+class Assign:
+    var: str
+    value: object
+
+
+@dataclass(frozen=True)
+class Equation:
+    lhs: str
+    rhs: str
+
+
+@dataclass(frozen=True)
+class Relation:
+    parts: tuple  # texts
+    ops: tuple  # "<" or "<=" or "!=" between consecutive parts
+
+
+_OPEN = "([{"
+_CLOSE = ")]}"
+_REL_OPS = {"<": "<", ">": ">", "\\le": "<=", "\\ge": ">=", "\\ne": "!="}
+_FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "!=": "!="}
+_VAR = re.compile(r"^(?:[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+|[A-Za-z]\([^()]*\))$")
+_MATRIX = re.compile(
+    r"^\\begin\{(pmatrix|bmatrix|Bmatrix|matrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}$", re.S
+)
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+
+
+def _scan(s: str):
+    """Yield (index, depth) for every character outside escape sequences."""
+    depth = 0
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c == "\\" and i + 1 < len(s) and s[i + 1] in "{}":
+            depth += 1 if s[i + 1] == "{" else -1
+            yield i, depth if s[i + 1] == "}" else depth - 1
+            i += 2
+            continue
+        if c in _OPEN:
+            depth += 1
+            yield i, depth - 1
+        elif c in _CLOSE:
+            depth -= 1
+            yield i, depth
+        else:
+            yield i, depth
+        i += 1
+
+
+def split_top(s: str, seps: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """Split ``s`` at separators outside brackets. Returns (parts, separators found)."""
+    parts, found = [], []
+    start = 0
+    skip_to = -1
+    for i, depth in _scan(s):
+        if i < skip_to or depth != 0:
+            continue
+        for sep in seps:
+            if s.startswith(sep, i) and not (
+                sep[-1].isalpha() and s[i + len(sep) : i + len(sep) + 1].isalpha()
+            ):
+                parts.append(s[start:i])
+                found.append(sep)
+                start = skip_to = i + len(sep)
+                break
+    parts.append(s[start:])
+    return parts, found
+
+
+def _wraps(s: str, open_len: int) -> bool:
+    """Whether the bracket opening at 0 closes exactly at the end of ``s``."""
+    for i, depth in _scan(s):
+        if depth == 0 and i >= open_len and i < len(s) - (2 if s.endswith("\\}") else 1):
+            return False
+    return True
+
+
+def _items(parts: list[str]) -> tuple:
+    if len(parts) > MAX_ITEMS:
+        raise ValueError("too many items")
+    return tuple(parse_answer(p) for p in parts)
+
+
+def _flatten_bag(items: tuple) -> tuple:
+    out = []
+    for it in items:
+        out.extend(it.items if isinstance(it, Bag) else (it,))
+    return tuple(out)
+
+
+@lru_cache(maxsize=8192)
+def parse_answer(s: str) -> object:
+    """The shape of a normalised answer (see the module docstring)."""
+    s = s.strip()
+    m = _MATRIX.match(s)
+    if m:
+        rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
+        return Matrix(tuple(_items(r.split("&")) for r in rows))
+    parts, _ = split_top(s, (",",))
+    if len(parts) > 1:
+        items = _items(parts)
+        if isinstance(items[0], Assign) and not any(
+            isinstance(x, (Assign, Equation)) for x in items[1:]
+        ):
+            items = (items[0].value,) + items[1:]  # "x = 1, 2" lists the values of x
+        return Bag(_flatten_bag(items))
+    parts, _ = split_top(s, ("\\cup",))
+    if len(parts) > 1:
+        return Union(_items(parts))
+    parts, _ = split_top(s, ("\\in",))
+    if len(parts) == 2 and _VAR.match(parts[0].strip()):
+        return parse_answer(parts[1])
+    parts, _ = split_top(s, ("=",))
+    if len(parts) > 1:
+        lhs, rhs = parts[0].strip(), parts[-1].strip()
+        if _VAR.match(lhs):
+            return Assign(lhs, parse_answer(rhs))
+        return Equation(lhs, rhs)
+    parts, ops = split_top(s, tuple(_REL_OPS))
+    if len(parts) > 1:
+        return Relation(tuple(p.strip() for p in parts), tuple(_REL_OPS[o] for o in ops))
+    if s.startswith("\\{") and s.endswith("\\}") and _wraps(s, 2):
+        inner = s[2:-2]
+        return SetOf(_items(split_top(inner, (",",))[0]) if inner.strip() else ())
+    if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _wraps(s, 1):
+        inner_parts, _ = split_top(s[1:-1], (",",))
+        if len(inner_parts) > 1:
+            return Seq(s[0], s[-1], _items(inner_parts))
+    for sign in ("\\pm", "\\mp"):
+        if s.count(sign) == 1:
+            plus, minus = ("+", "-") if sign == "\\pm" else ("-", "+")
+            return Bag((parse_answer(s.replace(sign, plus)), parse_answer(s.replace(sign, minus))))
+    if _WORD.search(s):
+        return Text(s)
+    return Leaf(s)
+
+
+def flip(rel: Relation) -> Relation:
+    """The same relation read right to left (``3 > x`` is ``x < 3``)."""
+    return Relation(rel.parts[::-1], tuple(_FLIP[o] for o in rel.ops[::-1]))

@@ -1,0 +1,148 @@
+"""``verify`` and ``verify_many``: grade math answers, returning ``Verdict`` objects.
+
+The flow for one pair: extract the answer from the prediction, normalise both
+sides, then the cascade. The exact and numeric steps run in-process (no sympy,
+no IPC); only pairs they cannot decide go to the time-limited worker pool.
+``verify`` never raises and never hangs.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Iterable
+
+from ..verdict import Verdict
+from .equivalence import fast_compare, full_compare
+from .extract import extract_answer
+from .normalize import normalize
+from .worker import WorkerError, WorkerTimeout, get_pool
+
+DEFAULT_TIMEOUT = 5.0
+"""Seconds allowed for the symbolic (sympy) step of one pair."""
+
+MAX_ANSWER_CHARS = 2000
+"""Longer extracted answers are not answers: reason ``invalid``."""
+
+
+def _as_text(x: Any) -> str | None:
+    if x is None:
+        return None
+    if isinstance(x, str):
+        return x
+    if isinstance(x, (bytes, bytearray)):
+        return bytes(x).decode("utf-8", "replace")
+    try:
+        return str(x)
+    except Exception:
+        return None
+
+
+def _verdict(start: float, correct: bool, answer: str | None, reason: str, **kw: Any) -> Verdict:
+    return Verdict(
+        correct=correct,
+        answer=answer,
+        reason=reason,
+        score=1.0 if correct else 0.0,
+        elapsed=time.perf_counter() - start,
+        infra_error=kw.pop("infra_error", False),
+        details=kw,
+    )
+
+
+class _Pending:
+    """A pair the fast path could not decide: it needs the worker."""
+
+    def __init__(self, start: float, answer: str, pred: str, ref: str) -> None:
+        self.start, self.answer, self.pred, self.ref = start, answer, pred, ref
+
+
+def _fast(prediction: Any, reference: Any, last_number_fallback: bool) -> Verdict | _Pending:
+    start = time.perf_counter()
+    try:
+        ref_text = _as_text(reference)
+        if ref_text is None or not ref_text.strip():
+            return _verdict(start, False, None, "invalid", infra_error=True,
+                            error="the reference answer is empty")
+        text = _as_text(prediction)
+        answer = extract_answer(text, last_number_fallback=last_number_fallback) if text else None
+        if not answer:
+            return _verdict(start, False, None, "no_answer")
+        if len(answer) > MAX_ANSWER_CHARS:
+            return _verdict(start, False, answer[:100], "invalid",
+                            error=f"answer longer than {MAX_ANSWER_CHARS} characters")
+        pred, ref = normalize(answer), normalize(ref_text)
+        if not pred:
+            return _verdict(start, False, answer, "no_answer", normalized=pred)
+        equal, method = fast_compare(pred, ref)
+        if equal is None:
+            return _Pending(start, answer, pred, ref)
+        return _verdict(start, equal, answer, method if equal else "mismatch",
+                        normalized=pred, reference=ref, method=method)
+    except Exception as e:  # a verifier bug must not crash a training run
+        return _verdict(start, False, None, "error", infra_error=True,
+                        error=f"{type(e).__name__}: {e}"[:300])
+
+
+def _slow(p: _Pending, timeout: float) -> Verdict:
+    info = {"normalized": p.pred, "reference": p.ref}
+    try:
+        equal, method = get_pool().run(full_compare, p.pred, p.ref, timeout=timeout)
+    except WorkerTimeout:
+        return _verdict(p.start, False, p.answer, "timeout", timeout=timeout, **info)
+    except WorkerError as e:
+        return _verdict(p.start, False, p.answer, "error", infra_error=True,
+                        error=str(e)[:300], **info)
+    return _verdict(p.start, equal, p.answer, method if equal else "mismatch",
+                    method=method, **info)
+
+
+def verify(
+    prediction: Any,
+    reference: Any,
+    *,
+    timeout: float | None = None,
+    last_number_fallback: bool = True,
+) -> Verdict:
+    """Grade ``prediction`` (a whole response or a bare answer) against ``reference``.
+
+    Returns a ``Verdict`` with ``score`` 1.0/0.0 and ``reason`` one of: ``exact``,
+    ``numeric``, ``symbolic`` (correct); ``mismatch``, ``no_answer``, ``timeout``,
+    ``invalid`` (wrong); ``error`` (a verifier fault, ``infra_error=True``).
+    The symbolic step is limited to ``timeout`` seconds (default ``DEFAULT_TIMEOUT``).
+    """
+    outcome = _fast(prediction, reference, last_number_fallback)
+    if isinstance(outcome, Verdict):
+        return outcome
+    return _slow(outcome, DEFAULT_TIMEOUT if timeout is None else timeout)
+
+
+def verify_many(
+    pairs: Iterable[tuple[Any, Any]],
+    *,
+    timeout: float | None = None,
+    workers: int | None = None,
+    last_number_fallback: bool = True,
+) -> list[Verdict]:
+    """Grade many ``(prediction, reference)`` pairs; results keep the input order.
+
+    The fast path runs here; pairs that need sympy run on up to ``workers``
+    worker processes at once (default: the pool size, at most 4).
+    """
+    limit = DEFAULT_TIMEOUT if timeout is None else timeout
+    results: list[Verdict | _Pending] = [
+        _fast(p, r, last_number_fallback) for p, r in pairs
+    ]
+    pending = [i for i, x in enumerate(results) if isinstance(x, _Pending)]
+    if pending:
+        pool = get_pool(workers)
+        n = min(len(pending), workers or pool.size)
+        with ThreadPoolExecutor(max_workers=n) as ex:
+            for i, v in zip(pending, ex.map(lambda i: _slow(results[i], limit), pending)):
+                results[i] = v
+    return results  # type: ignore[return-value]
+
+
+def warmup(workers: int | None = None) -> None:
+    """Start the symbolic worker processes now (the first slow pair otherwise pays it)."""
+    get_pool(workers).warmup()
