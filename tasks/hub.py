@@ -6,6 +6,7 @@ lazy, so ``tasks`` works without it.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 from dataclasses import dataclass
@@ -51,20 +52,17 @@ def hub_unavailable_reason(timeout: float = 3.0) -> str | None:
     """
     if _truthy(NO_HUB_ENV):
         return f"${NO_HUB_ENV} is set"
-    try:
-        import datasets  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("datasets") is None:  # cheap: importing it takes seconds
         return "the 'datasets' package is not installed (pip install 'marft-envs[hub]')"
     if _truthy("HF_HUB_OFFLINE") or _truthy("HF_DATASETS_OFFLINE"):
         return None  # datasets will read its local cache
-    host = (
-        urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname
-        or "huggingface.co"
-    )
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    host = url.hostname or "huggingface.co"
+    port = url.port or (80 if url.scheme == "http" else 443)
     try:
-        socket.create_connection((host, 443), timeout=timeout).close()
+        socket.create_connection((host, port), timeout=timeout).close()
     except OSError as e:
-        return f"the Hub ({host}:443) is unreachable: {e}"
+        return f"the Hub ({host}:{port}) is unreachable: {e}"
     return None
 
 
