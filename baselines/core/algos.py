@@ -23,18 +23,18 @@ from torch import Tensor
 __all__ = [
     "NonFiniteError",
     "check_finite",
-    "masked_sum",
-    "masked_mean",
-    "masked_var",
-    "masked_whiten",
-    "round_end_from_agents",
-    "sequential_gae",
-    "independent_gae",
-    "token_level_gae",
-    "ppo_policy_loss",
     "clipped_value_loss",
     "entropy_bonus",
+    "independent_gae",
     "kl_penalty",
+    "masked_mean",
+    "masked_sum",
+    "masked_var",
+    "masked_whiten",
+    "ppo_policy_loss",
+    "round_end_from_agents",
+    "sequential_gae",
+    "token_level_gae",
 ]
 
 

@@ -41,12 +41,12 @@ import torch
 __all__ = [
     "CHECKPOINT_DIR",
     "CheckpointError",
-    "save_checkpoint",
-    "load_checkpoint",
+    "capture_rng_state",
     "latest_checkpoint",
     "list_checkpoints",
-    "capture_rng_state",
+    "load_checkpoint",
     "restore_rng_state",
+    "save_checkpoint",
 ]
 
 CHECKPOINT_DIR = "checkpoints"

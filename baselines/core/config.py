@@ -22,17 +22,17 @@ from typing import Any, Literal
 import yaml
 
 __all__ = [
-    "ConfigError",
-    "ModelConfig",
-    "AlgoConfig",
-    "EnvConfig",
-    "TrainConfig",
-    "Config",
     "PRESETS",
     "PRESET_DIR",
-    "load_config",
+    "AlgoConfig",
+    "Config",
+    "ConfigError",
+    "EnvConfig",
+    "ModelConfig",
+    "TrainConfig",
     "apply_overrides",
     "config_help",
+    "load_config",
 ]
 
 PRESET_DIR = Path(__file__).resolve().parent.parent / "configs"
@@ -63,7 +63,8 @@ class ModelConfig:
     backend: Literal["transformers", "vllm"] = _f("transformers", "generation backend")
     lora_r: int = _f(8, "LoRA rank")
     lora_alpha: int = _f(16, "LoRA alpha (scale = alpha / r)")
-    lora_dropout: float = _f(0.05, "LoRA dropout")
+    lora_dropout: float = _f(0.0, "LoRA dropout (0: dropout makes the PPO ratio differ from 1 "
+                             "on the first pass)")
     target_modules: list[str] = _f(["q_proj", "k_proj", "v_proj", "o_proj"],
                                    "module names that get LoRA adapters")
     critic_shares_base: bool = _f(True, "critics are an adapter + value head on the policy's "
@@ -163,7 +164,7 @@ class Config:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Config":
+    def from_dict(cls, data: dict[str, Any]) -> Config:
         """Build from a nested dict (missing keys keep defaults); strict about keys and types."""
         cfg = cls()
         _merge(cfg, data, source="dict")

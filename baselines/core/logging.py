@@ -38,9 +38,9 @@ __all__ = [
     "TENSORBOARD_DIR",
     "MetricsLogger",
     "ProgressBar",
-    "read_jsonl",
     "plot_learning_curves",
     "plot_side_by_side",
+    "read_jsonl",
 ]
 
 JSONL_NAME = "metrics.jsonl"
@@ -82,11 +82,11 @@ class ProgressBar:
         )
         self._task = self._progress.add_task(description, total=total, info="")
 
-    def __enter__(self) -> "ProgressBar":
+    def __enter__(self) -> ProgressBar:
         self._progress.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._progress.stop()
 
     def advance(self, n: float = 1, **fields: Any) -> None:
@@ -137,7 +137,7 @@ class MetricsLogger:
             if resume_step is not None and self.jsonl_path.exists():
                 kept = [r for r in read_jsonl(self.jsonl_path) if r.get("step", 0) <= resume_step]
                 self.jsonl_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
-            self._jsonl = open(self.jsonl_path, "a", encoding="utf-8")
+            self._jsonl = open(self.jsonl_path, "a", encoding="utf-8")  # noqa: SIM115 (closed by close())
         self._tb = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter  # slow import: only when asked
@@ -190,10 +190,10 @@ class MetricsLogger:
             self._tb.close()
             self._tb = None
 
-    def __enter__(self) -> "MetricsLogger":
+    def __enter__(self) -> MetricsLogger:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

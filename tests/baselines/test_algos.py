@@ -136,7 +136,7 @@ def test_sequential_gae_truncated_episode_bootstraps_given_value():
     r = T([[0.0, 1.0]])
     v = T([[0.2, 0.3]])
     re = T([[0, 1]])
-    adv, ret = sequential_gae(r, v, torch.ones(1, 2), re, 0.5, 1.0, bootstrap=T([4.0]))
+    _, ret = sequential_gae(r, v, torch.ones(1, 2), re, 0.5, 1.0, bootstrap=T([4.0]))
     assert close(ret, [[1.0 + 0.5 * 4.0, 1.0 + 0.5 * 4.0]])
     with pytest.raises(ValueError, match="bootstrap"):
         sequential_gae(r, v, torch.ones(1, 2), re, 0.5, 1.0, bootstrap=T([4.0, 1.0]))
