@@ -206,26 +206,32 @@ def _gae(
                 f"{name} shape {tuple(t.shape)} != rewards shape {tuple(rewards.shape)}"
             )
     m = mask.bool()
-    zero = torch.zeros((), dtype=values.dtype, device=values.device)
-    r = torch.where(m, rewards.to(values.dtype), zero)
+    dtype, device = values.dtype, values.device
+    zero = torch.zeros((), dtype=dtype, device=device)
+    r = torch.where(m, rewards.to(dtype), zero)
     v = torch.where(m, values, zero)
+    g = discount.to(dtype)
     batch, steps = rewards.shape
     if bootstrap is None:
-        next_value = torch.zeros(batch, dtype=values.dtype, device=values.device)
+        boot = torch.zeros(batch, 1, dtype=dtype, device=device)
     else:
         if bootstrap.shape != (batch,):
             raise ValueError(f"bootstrap must have shape ({batch},), got {tuple(bootstrap.shape)}")
-        next_value = bootstrap.to(values.dtype)
-    next_adv = torch.zeros(batch, dtype=values.dtype, device=values.device)
-    advantages = torch.zeros_like(v)
-    for t in reversed(range(steps)):
-        real = m[:, t]
-        g = discount[:, t].to(values.dtype)
-        delta = r[:, t] + g * next_value - v[:, t]
-        adv = delta + g * trace[:, t].to(values.dtype) * next_adv
-        advantages[:, t] = torch.where(real, adv, zero)
-        next_value = torch.where(real, v[:, t], next_value)
-        next_adv = torch.where(real, adv, next_adv)
+        boot = bootstrap.to(dtype).unsqueeze(1)
+    # Value of the next REAL step: index of the first real step after t (reverse cummin),
+    # `steps` (-> bootstrap) when there is none.
+    idx = torch.arange(steps, device=device).expand(batch, steps)
+    real_idx = torch.where(m, idx, torch.full_like(idx, steps))
+    after = torch.cat([real_idx[:, 1:], torch.full_like(real_idx[:, :1], steps)], dim=1)
+    next_idx = after.flip(1).cummin(dim=1).values.flip(1)
+    next_value = torch.cat([v, boot], dim=1).gather(1, next_idx)
+    # Padding passes the next advantage through unchanged (delta 0, factor 1).
+    delta = torch.where(m, r + g * next_value - v, zero).T.contiguous()
+    factor = torch.where(m, g * trace.to(dtype), torch.ones_like(g)).T.contiguous()
+    adv_t = torch.zeros(steps + 1, batch, dtype=dtype, device=device)
+    for t in reversed(range(steps)):  # A_t = delta_t + factor_t * A_{t+1}
+        torch.addcmul(delta[t], factor[t], adv_t[t + 1], out=adv_t[t])
+    advantages = torch.where(m, adv_t[:steps].T, zero)
     returns = torch.where(m, advantages + v, zero)
     return advantages, returns
 
