@@ -25,8 +25,8 @@ _ANSWER_PHRASE = re.compile(
     re.IGNORECASE,
 )
 _MATH_SEGMENT = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]")
-# Three plain words in a row mean prose, not a bare answer.
-_PROSE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}[\s,]+[A-Za-z]{2,}[\s,]+[A-Za-z]{2,}")
+# Two plain words in a row mean prose, not a bare answer.
+_PROSE = re.compile(r"(?<![\\A-Za-z{])[A-Za-z]{2,}[\s,]+[A-Za-z]{2,}")
 _NUMBER = re.compile(r"-?\d(?:[\d,]*\d)?(?:\.\d+)?(?:/\d+)?")
 
 

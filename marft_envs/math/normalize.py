@@ -26,9 +26,9 @@ _UNICODE = {
     "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\ne ", "\u222a": "\\cup ", "\u2229": "\\cap ",
     "\u00b2": "^2", "\u00b3": "^3", "\u00b0": "", "\u2032": "'",
 }
-_THIN_THOUSANDS = re.compile(r"(?<=\d)\\[,!; ](?=\d{3}(?!\d))")
+_THIN_THOUSANDS = re.compile(r"(?<=\d)(?<!\\\\)\\[,!; ](?=\d{3}(?!\d))")
 _SPACING = re.compile(
-    r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle|textstyle|quad|qquad|"
+    r"\\\\|\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle|textstyle|quad|qquad|"
     r"limits|nolimits)(?![A-Za-z])|\\[!,;: ]|~"
 )
 _ALIASES = [
@@ -141,9 +141,9 @@ def normalize(answer: str) -> str:
             s = s.replace(k, v)
     s = unicodedata.normalize("NFKC", s)
     s = s.replace("\\$", " ").replace("$", " ")
-    s = s.replace("\\(", " ").replace("\\)", " ").replace("\\[", " ").replace("\\]", " ")
+    s = re.sub(r"(?<!\\)\\[()\[\]]", " ", s)
     s = _THIN_THOUSANDS.sub("", s)
-    s = _SPACING.sub(" ", s)
+    s = _SPACING.sub(lambda m: m.group() if m.group() == "\\\\" else " ", s)
     for pattern, repl in _ALIASES:
         s = pattern.sub(repl, s)
     s = _DEGREE.sub(" ", s)

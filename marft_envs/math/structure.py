@@ -82,7 +82,9 @@ _OPEN = "([{"
 _CLOSE = ")]}"
 _REL_OPS = {"<": "<", ">": ">", "\\le": "<=", "\\ge": ">=", "\\ne": "!="}
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "!=": "!="}
-_VAR = re.compile(r"^(?:[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+|[A-Za-z]\([^()]*\))$")
+_VAR = re.compile(
+    r"^(?:[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+|[A-Za-z]\([^()]*\)|\([A-Za-z](?:,[A-Za-z])+\))$"
+)
 _MATRIX = re.compile(
     r"^\\begin\{(pmatrix|bmatrix|Bmatrix|matrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}$", re.S
 )

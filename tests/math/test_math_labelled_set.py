@@ -1,0 +1,42 @@
+"""The labelled equivalence set: zero false "equal" verdicts and high accuracy."""
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from marft_envs.math import verify_many
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "math_equivalence.jsonl"
+ROWS = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
+REQUIRED = {
+    "fraction", "radical", "pi", "degrees", "percent", "units", "interval", "set", "tuple",
+    "equation", "matrix", "choice", "thousands", "scientific", "boxed_long", "expression",
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    return verify_many([(r["prediction"], r["gold"]) for r in ROWS])
+
+
+def test_set_shape():
+    assert len(ROWS) >= 300
+    counts = Counter(r["category"] for r in ROWS)
+    assert REQUIRED <= set(counts)
+    assert sum(not r["equal"] for r in ROWS) >= 100
+    for r in ROWS:
+        assert set(r) >= {"category", "gold", "prediction", "equal"}
+
+
+def test_no_false_equal(verdicts):
+    false_equal = [(r["gold"], r["prediction"][-80:]) for r, v in zip(ROWS, verdicts)
+                   if v.correct and not r["equal"]]
+    assert false_equal == []
+
+
+def test_accuracy(verdicts):
+    wrong = [(r["category"], r["gold"], r["prediction"][-80:], v.reason)
+             for r, v in zip(ROWS, verdicts) if v.correct != r["equal"]]
+    assert len(wrong) <= 0.03 * len(ROWS), wrong

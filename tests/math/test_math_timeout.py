@@ -1,0 +1,77 @@
+"""The hard time limit: pathological sympy input gives reason="timeout", from any thread."""
+
+import os
+import threading
+import time
+
+import pytest
+
+from marft_envs.math import verify, verify_many, warmup
+
+TOWER = "2^{2^{2^{2^{2^{100}}}}}"
+LIMIT = 1.0
+SLACK = 2.0  # generous: the bound is on the verdict arriving, not a speed measurement
+
+
+@pytest.fixture(autouse=True)
+def warm_pool():
+    warmup()  # so a cold worker start (imports) is not part of what we bound
+
+
+def _zombie_children() -> list[int]:
+    """Zombie processes whose parent is this process or one of its children."""
+    stats = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                stats[int(pid)] = (fields[0], int(fields[1]))
+            except OSError:
+                continue
+    mine = {os.getpid()} | {p for p, (_, ppid) in stats.items() if ppid == os.getpid()}
+    return [p for p, (state, ppid) in stats.items() if state == "Z" and ppid in mine]
+
+
+def test_timeout_from_main_thread():
+    start = time.monotonic()
+    v = verify(TOWER, "3", timeout=LIMIT)
+    assert time.monotonic() - start < LIMIT + SLACK
+    assert v.reason == "timeout" and not v.correct and v.score == 0.0 and not v.infra_error
+
+
+def test_timeout_from_a_thread():
+    out = []
+    thread = threading.Thread(target=lambda: out.append(verify(TOWER, "3", timeout=LIMIT)))
+    start = time.monotonic()
+    thread.start()
+    thread.join(LIMIT + SLACK)
+    assert not thread.is_alive()
+    assert out[0].reason == "timeout"
+
+
+def test_huge_factorial_times_out():
+    assert verify("\\boxed{(10^{8})!}", "5", timeout=LIMIT).reason == "timeout"
+
+
+def test_pool_recovers_and_leaves_no_zombies():
+    for _ in range(3):
+        assert verify(TOWER, "3", timeout=LIMIT).reason == "timeout"
+    v = verify("2^{100001}/2", "2^{100000}", timeout=30)
+    assert v.correct and v.reason == "symbolic"
+    time.sleep(0.2)
+    assert _zombie_children() == []
+
+
+def test_timeouts_in_verify_many_from_threads():
+    pairs = [(TOWER, "3"), ("\\boxed{4}", "4"), (TOWER, "5"), ("(x+1)^2", "x^2+2x+1")]
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(verify_many(pairs, timeout=LIMIT)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(4 * (LIMIT + SLACK))
+    assert len(results) == 2
+    for r in results:
+        assert [v.reason for v in r] == ["timeout", "exact", "timeout", "symbolic"]
