@@ -1,0 +1,385 @@
+"""The ``docker`` backend: a warm pool of locked-down containers, each serving one run at a time.
+
+Every pooled container has no network, a read-only root file system (the image
+built by `image.py`), size-limited tmpfs mounts for /work and /tmp, a memory
+limit with no swap, a CPU quota, a pids limit, ``no-new-privileges``, no log
+driver, and every capability dropped except SETUID, SETGID and KILL, which only
+the trusted supervisor (`supervisor.py`, the container's PID 1, running as
+root) uses: it starts each program as uid 65534 (no capabilities at all), kills
+it at the time limit, kills anything it left running, collects its files and
+wipes the writable dirs, so the next run in the same container starts clean.
+Jobs and results travel over the container's attached stdin/stdout, so a run
+costs no ``docker exec`` (runc) start. The host enforces a second, outer
+wall-time limit and the output limit by reading the stream with a deadline and
+a byte cap; when either fires, or the supervisor's report is missing or says
+the wipe failed, the container is discarded and replaced in the background.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import queue
+import secrets
+import select
+import socket
+import struct
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .base import WORK_DIR, ExecResult, ExecStatus, Job, Sandbox, decode, infra_error
+from .image import IMAGE
+from .outcome import classify
+from .rlimits import MB, _RESOURCE, rlimits
+from .subprocess_backend import program_env
+
+_SUPERVISOR = (Path(__file__).with_name("supervisor.py")).read_text()
+LABEL = "marft.sandbox"
+#: Extra seconds the host waits beyond the program's limit (supervisor start, cleanup).
+_OUTER_GRACE = 3.0
+#: Container memory on top of the program's limit (init, supervisor; tmpfs pages are added separately).
+_OVERHEAD_MB = 64
+_STDOUT, _STDERR = 1, 2
+
+
+@dataclass
+class _Container:
+    id: str
+    python: str
+    sock: object  # the attach socket (stdin in, multiplexed stdout/stderr out)
+    raw: socket.socket
+    runs: int = 0
+
+
+def _docker_client(timeout: int = 60):
+    import docker
+
+    return docker.from_env(timeout=timeout)
+
+
+class DockerSandbox(Sandbox):
+    """Runs programs in a warm pool of containers (see the module docstring).
+
+    ``pool_size`` containers are started on the first run (or `start`);
+    `close` removes them. Safe to use from several threads: each run takes a
+    container from the pool for its duration.
+    """
+
+    name = "docker"
+
+    def __init__(self, limits=None, *, pool_size: int | None = None, image: str = IMAGE, client=None, **overrides) -> None:
+        super().__init__(limits, **overrides)
+        self.pool_size = int(pool_size or max(2, min(4, os.cpu_count() or 2)))
+        if self.pool_size < 1:
+            raise ValueError(f"pool_size must be >= 1, got {pool_size}")
+        self.image = image
+        self._client = client
+        self._pool: queue.Queue[_Container] = queue.Queue()
+        self._lock = threading.Lock()
+        self._started = False
+        self._closed = False
+        self._all: dict[str, _Container] = {}
+        self._janitor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="marft-docker-pool")
+        self._python: str | None = None
+        self._last_error: str | None = None
+
+    # ----------------------------------------------------------------- pool
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = _docker_client()
+        return self._client
+
+    def start(self) -> None:
+        """Start the pool now (otherwise the first run does). Raises if docker or the image is missing."""
+        with self._lock:
+            if self._started:
+                return
+            if self._closed:
+                raise RuntimeError("this DockerSandbox is closed")
+            labels = self.client.images.get(self.image).labels or {}
+            self._python = labels.get("marft.python", "/usr/bin/python3")
+            _remove_orphans(self.client)
+            futures = [self._janitor.submit(self._spawn) for _ in range(self.pool_size)]
+            self._started = True
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if len(errors) == len(futures):
+            raise RuntimeError(f"cannot start sandbox containers: {errors[0]}")
+
+    def _spawn(self) -> None:
+        lim = self.limits
+        disk = int(lim.disk_mb)
+        try:
+            c = self.client.containers.create(
+                self.image,
+                command=[self._python, "-S", "-c", _SUPERVISOR],
+                stdin_open=True,
+                # When the owner closes the attach socket or dies, the supervisor sees EOF on
+                # stdin, exits, and docker removes the container: no leaks after a crash.
+                auto_remove=True,
+                log_config={"type": "none"},
+                user="0:0",
+                network_mode="none",
+                read_only=True,
+                tmpfs={"/work": f"size={disk}m,mode=1777", "/tmp": f"size={disk}m,mode=1777"},
+                shm_size=MB,
+                mem_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
+                memswap_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
+                nano_cpus=int(lim.cpus * 1e9),
+                pids_limit=int(lim.pids) + 8,
+                cap_drop=["ALL"],
+                cap_add=["SETUID", "SETGID", "KILL"],
+                security_opt=["no-new-privileges"],
+                environment={},
+                working_dir=WORK_DIR,
+                labels={LABEL: "1", f"{LABEL}.owner": _owner()},
+                stop_signal="SIGKILL",
+            )
+            sock = self.client.api.attach_socket(c.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            c.start()
+        except Exception as exc:
+            self._last_error = f"{type(exc).__name__}: {exc}"
+            raise
+        container = _Container(c.id, self._python, sock, getattr(sock, "_sock", sock))
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._all[c.id] = container
+        if closed:  # close() ran while this container was starting
+            self._remove(container.id, container.sock)
+            return
+        self._pool.put(container)
+
+    def _remove(self, container_id: str, sock=None) -> None:
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+        try:
+            self.client.api.remove_container(container_id, force=True)
+        except Exception:
+            pass  # already gone
+
+    def _discard(self, container: _Container) -> None:
+        """Remove a possibly tainted container and start a fresh one in the background."""
+        with self._lock:
+            self._all.pop(container.id, None)
+            closed = self._closed
+        if closed:
+            self._remove(container.id, container.sock)
+            return
+        self._janitor.submit(self._remove, container.id, container.sock)
+        self._janitor.submit(self._spawn)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            containers = list(self._all.values())
+            self._all.clear()
+        for c in containers:
+            self._remove(c.id, c.sock)
+        self._janitor.shutdown(wait=True)
+
+    # ------------------------------------------------------------------ run
+    def _run(self, job: Job) -> ExecResult:
+        try:
+            self.start()
+        except Exception as exc:
+            return infra_error(_explain(exc), self.name)
+        try:
+            container = self._pool.get(timeout=60)
+        except queue.Empty:
+            return infra_error(f"no sandbox container became free within 60 s (last error: {self._last_error})", self.name)
+        keep = False
+        try:
+            result, keep = self._exec(container, job)
+            return result
+        finally:
+            if keep:
+                container.runs += 1
+                self._pool.put(container)
+            else:
+                self._discard(container)
+
+    def _exec(self, container: _Container, job: Job) -> tuple[ExecResult, bool]:
+        """Send one job to a container's supervisor and read its output and report."""
+        lim = self.limits
+        nonce = secrets.token_hex(16).encode()
+        start = time.monotonic()
+        container.raw.setblocking(True)
+        container.raw.sendall(_payload(job, lim, nonce.decode(), container.python))
+        trailer_cap = lim.extra_files_bytes * 4 // 3 + 65536
+        out, err, outcome = _read_frames(container.raw, start + job.timeout + _OUTER_GRACE,
+                                         {_STDOUT: lim.output_bytes + trailer_cap, _STDERR: lim.output_bytes}, nonce)
+        elapsed = time.monotonic() - start
+        report, stdout = _split_trailer(out, nonce)
+        output_exceeded = outcome == "overflow" or len(stdout) > lim.output_bytes
+        if report is None:
+            # The supervisor never reported: outer timeout, an output bomb, or a dead container.
+            if outcome == "deadline":
+                return _result(ExecStatus.TIMEOUT, None, stdout, err, elapsed, {}, lim), False
+            if output_exceeded:
+                return _result(ExecStatus.OUTPUT_LIMIT, None, stdout, err, elapsed, {}, lim), False
+            state = _container_state(self.client.api, container.id)
+            if state.get("OOMKilled"):
+                return _result(ExecStatus.MEMORY, None, stdout, err, elapsed, {}, lim), False
+            return infra_error(f"the sandbox supervisor did not report (container state {state.get('Status')!r}): "
+                               f"{decode(err)[-500:]}", self.name, elapsed), False
+        if report.get("error") or not report.get("started"):
+            return infra_error(f"the sandbox supervisor failed: {report.get('error')}", self.name, elapsed), False
+        extra = {name: base64.b64decode(data) for name, data in report.get("files", {}).items()}
+        code = None if report["timed_out"] or output_exceeded else report["exit"]
+        status = classify(code, timed_out=report["timed_out"], output_exceeded=output_exceeded, stderr=err)
+        keep = bool(report.get("clean")) and not output_exceeded
+        return _result(status, code, stdout, err, elapsed, extra, lim), keep
+
+
+def _result(status, code, stdout: bytes, stderr: bytes, elapsed: float, extra, lim) -> ExecResult:
+    return ExecResult(status, code, decode(stdout[: lim.output_bytes]), decode(stderr[: lim.output_bytes]), elapsed, extra, "docker")
+
+
+def _payload(job: Job, lim, nonce: str, python: str) -> bytes:
+    files = {"main.py": job.program, **job.files}
+    header = {
+        "nonce": nonce,
+        "files": [[name, len(data)] for name, data in files.items()],
+        "files_size": sum(len(d) for d in files.values()),
+        "stdin_size": len(job.stdin),
+        "timeout": job.timeout,
+        "python": python,
+        "argv": list(job.argv),
+        "env": program_env(WORK_DIR, "/tmp"),
+        # NPROC is left to the container's pids limit: without a user namespace it
+        # would count every uid-65534 process on the host.
+        "rlimits": [[_RESOURCE[n], v] for n, v in rlimits(lim).items() if n != "nproc"],
+        "extra_files_bytes": lim.extra_files_bytes,
+    }
+    head = json.dumps(header).encode()
+    return struct.pack(">Q", len(head)) + head + b"".join(files.values()) + job.stdin
+
+
+def _read_frames(sock: socket.socket, deadline: float, caps: dict[int, int], nonce: bytes) -> tuple[bytes, bytes, str]:
+    """Demultiplex docker's attach stream until the supervisor's trailer, EOF, the deadline,
+    or a stream over its cap. Returns (stdout, stderr, outcome), outcome being "report",
+    "eof", "deadline" or "overflow". Never holds more than cap + one frame per stream.
+    """
+    bufs = {_STDOUT: bytearray(), _STDERR: bytearray()}
+    pending = bytearray()
+    sock.setblocking(False)
+
+    def done(outcome: str) -> tuple[bytes, bytes, str]:
+        sock.setblocking(True)
+        return bytes(bufs[_STDOUT]), bytes(bufs[_STDERR]), outcome
+
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return done("deadline")
+        ready, _, _ = select.select([sock], [], [], left)
+        if not ready:
+            continue
+        try:
+            chunk = sock.recv(262144)
+        except (BlockingIOError, InterruptedError):
+            continue
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return done("eof")
+        pending += chunk
+        got_stdout = False
+        while len(pending) >= 8:
+            stream, size = pending[0], struct.unpack(">I", pending[4:8])[0]
+            if len(pending) < 8 + size:
+                break
+            stream = _STDOUT if stream == _STDOUT else _STDERR
+            buf, cap = bufs[stream], caps[stream]
+            if len(buf) <= cap:
+                buf += pending[8 : 8 + min(size, cap + 1 - len(buf))]
+            del pending[: 8 + size]
+            got_stdout = got_stdout or stream == _STDOUT
+            if len(buf) > cap:
+                return done("overflow")
+        if len(pending) > 8 + (1 << 20) + max(caps.values()):
+            return done("overflow")
+        out = bufs[_STDOUT]
+        if got_stdout and out.endswith(nonce) and out.count(nonce) >= 2:
+            return done("report")
+
+
+def _split_trailer(out: bytes, nonce: bytes) -> tuple[dict | None, bytes]:
+    """(supervisor report, program stdout). The report is the ``nonce...nonce`` block at the end."""
+    begin = out.find(nonce)
+    end = out.find(nonce, begin + 1) if begin >= 0 else -1
+    if begin < 0 or end < 0 or out[end + len(nonce):]:
+        return None, out
+    try:
+        report = json.loads(base64.b64decode(out[begin + len(nonce) : end]))
+    except ValueError:
+        return None, out
+    return report, out[:begin]
+
+
+def _container_state(api, container_id: str) -> dict:
+    try:
+        return api.inspect_container(container_id).get("State", {})
+    except Exception as exc:
+        return {"Status": f"unknown ({type(exc).__name__})"}
+
+
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _remove_orphans(client) -> None:
+    """Remove pool containers left by dead processes of this host (a crash skips `close`)."""
+    host = socket.gethostname()
+    try:
+        stale = client.api.containers(all=True, filters={"label": LABEL})
+    except Exception:
+        return
+    for c in stale:
+        owner = (c.get("Labels") or {}).get(f"{LABEL}.owner", "")
+        owner_host, _, pid = owner.rpartition(":")
+        if owner_host == host and pid.isdigit() and not _alive(int(pid)):
+            try:
+                client.api.remove_container(c["Id"], force=True)
+            except Exception:
+                pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _explain(exc: Exception) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    if "ImageNotFound" in type(exc).__name__ or "No such image" in text:
+        return f"the sandbox image {IMAGE} is missing; build it with `python -m marft_envs.code.sandbox.image build` ({text})"
+    if "Connection" in text or "FileNotFoundError" in text or "DockerException" in type(exc).__name__:
+        return f"no docker daemon answers; start one with `scripts/services.sh start` ({text})"
+    return text
+
+
+def probe() -> str | None:
+    """None if a docker daemon answers and the sandbox image exists, else why not."""
+    try:
+        client = _docker_client(timeout=10)
+        client.ping()
+        client.images.get(IMAGE)
+    except Exception as exc:
+        return _explain(exc)
+    return None

@@ -1,0 +1,261 @@
+"""The trusted supervisor: PID 1 of every pooled docker container, running one program per job.
+
+The docker backend starts each container with this file's source as
+``python -S -c <source>``, as root in a container whose only capabilities are
+SETUID, SETGID and KILL, and keeps its stdin/stdout attached. Jobs arrive one
+after another on stdin: an 8-byte big-endian header length, a JSON header
+(nonce, files, sizes, limits), the files' bytes, then the program's stdin. For
+each job the supervisor
+
+1. writes the files into /work (as uid 65534, in a forked helper);
+2. forks the program: new session, rlimits, stdin from a memfd, uid/gid 65534
+   (which clears every capability), ``exec python -B main.py *argv``;
+3. waits up to the time limit, then SIGKILLs the program's session;
+4. SIGKILLs every other process left in the container (daemons the program
+   forked), waits until they are gone;
+5. collects the files the program wrote and wipes /work, /tmp and /dev/shm
+   (again as uid 65534 in a helper);
+6. prints a trailer ``<nonce><base64 JSON><nonce>`` on stdout.
+
+The program runs as another uid, so it cannot signal, ptrace or fake the
+supervisor; the nonce (read from stdin, never on a command line) keeps it from
+forging a trailer. The program's stdout/stderr go straight to the exec streams.
+The file must stay self-contained: standard library only, no package imports.
+"""
+
+import base64
+import json
+import os
+import resource
+import select
+import signal
+import stat
+import struct
+import sys
+import time
+
+UID = 65534
+WORK = "/work"
+WIPE = ("/work", "/tmp", "/dev/shm")
+MAX_EXTRA_FILES = 100
+
+
+def read_exact(n):
+    chunks = []
+    while n > 0:
+        chunk = os.read(0, min(n, 1 << 20))
+        if not chunk:
+            raise EOFError("job stream ended early")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def as_sandbox_user(fn, *args):
+    """Run ``fn(*args)`` in a child with uid 65534; return what it wrote to a pipe (bytes)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(UID)
+            os.setuid(UID)
+            data = fn(*args)
+            while data:
+                data = data[os.write(w, data):]
+        except BaseException:
+            code = 1
+        os._exit(code)
+    os.close(w)
+    chunks = []
+    while True:
+        chunk = os.read(r, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    return b"".join(chunks), os.waitstatus_to_exitcode(status) == 0
+
+
+def write_files(names_sizes, blob):
+    offset = 0
+    for name, size in names_sizes:
+        path = os.path.join(WORK, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        data = blob[offset:offset + size]
+        while data:
+            data = data[os.write(fd, data):]
+        os.close(fd)
+        offset += size
+    return b""
+
+
+def read_regular(path, limit):
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit) if limit > 0 else b""
+    finally:
+        os.close(fd)
+
+
+def collect_and_wipe(inputs, budget):
+    """JSON {relative path: base64} of new/changed files in /work, then empty the writable dirs."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(WORK):
+        dirnames.sort()
+        for fname in sorted(filenames):
+            if len(found) >= MAX_EXTRA_FILES or budget <= 0:
+                break
+            path = os.path.join(dirpath, fname)
+            rel = os.path.relpath(path, WORK)
+            data = read_regular(path, budget)
+            if data is None or rel == "main.py" or inputs.get(rel) == data:
+                continue
+            found[rel] = base64.b64encode(data).decode()
+            budget -= len(data)
+    clean = all(wipe(top) for top in WIPE)
+    return json.dumps({"files": found, "clean": clean}).encode()
+
+
+def wipe(top):
+    ok = True
+    try:
+        names = os.listdir(top)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    for name in names:
+        ok = remove(os.path.join(top, name)) and ok
+    return ok
+
+
+def remove(path):
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            os.chmod(path, 0o700)
+            ok = wipe(path)
+            os.rmdir(path)
+            return ok
+        os.unlink(path)
+        return True
+    except (OSError, RecursionError):
+        return False
+
+
+def reap():
+    """Collect every exited child (orphans are re-parented to us, PID 1)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def kill_leftovers(timeout=2.0):
+    """SIGKILL every process in the container but us (PID 1); True once they are all gone."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            return True
+        reap()
+        time.sleep(0.001)
+    return False
+
+
+def start_program(cfg, stdin_fd):
+    """Fork the program; return (pid, error message or None)."""
+    err_r, err_w = os.pipe()  # close-on-exec: EOF means the exec succeeded
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(err_r)
+            os.setsid()
+            for res, value in cfg["rlimits"]:
+                resource.setrlimit(res, (value, value))
+            os.dup2(stdin_fd, 0)
+            os.chdir(WORK)
+            os.setgroups([])
+            os.setgid(UID)
+            os.setuid(UID)
+            exe = cfg["python"]
+            os.execve(exe, [exe, "-B", "main.py", *cfg["argv"]], cfg["env"])
+        except BaseException as exc:
+            os.write(err_w, repr(exc).encode()[:1000])
+        os._exit(127)
+    os.close(err_w)
+    message = os.read(err_r, 1000)
+    os.close(err_r)
+    return pid, (message.decode(errors="replace") or None)
+
+
+def run_job(header, blob, stdin_data):
+    """Run one job; return the report dict."""
+    inputs, offset = {}, 0
+    for name, size in header["files"]:
+        inputs[name] = blob[offset:offset + size]
+        offset += size
+    report = {"started": False, "timed_out": False, "exit": None, "clean": False, "files": {}, "error": None}
+    try:
+        _, ok = as_sandbox_user(write_files, header["files"], blob)
+        if not ok:
+            raise OSError("cannot write the job's files into /work")
+        stdin_fd = os.memfd_create("stdin")
+        os.write(stdin_fd, stdin_data)
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+        start = time.monotonic()
+        pid, error = start_program(header, stdin_fd)
+        os.close(stdin_fd)
+        if error:
+            os.waitpid(pid, 0)
+            raise OSError(f"cannot start the program: {error}")
+        report["started"] = True
+        pidfd = os.pidfd_open(pid)
+        ready, _, _ = select.select([pidfd], [], [], header["timeout"])
+        os.close(pidfd)
+        if not ready:
+            report["timed_out"] = True
+            os.killpg(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        report["elapsed"] = time.monotonic() - start
+        report["exit"] = os.waitstatus_to_exitcode(status)
+        gone = kill_leftovers()
+        out, ok = as_sandbox_user(collect_and_wipe, inputs, header["extra_files_bytes"])
+        collected = json.loads(out) if ok else {"files": {}, "clean": False}
+        report["files"] = collected["files"]
+        report["clean"] = gone and collected["clean"]
+    except Exception as exc:
+        report["error"] = f"{type(exc).__name__}: {exc}"
+    return report
+
+
+def main():
+    """Serve jobs until stdin closes."""
+    while True:
+        try:
+            header = json.loads(read_exact(struct.unpack(">Q", read_exact(8))[0]))
+        except EOFError:
+            return
+        blob = read_exact(header["files_size"])
+        stdin_data = read_exact(header["stdin_size"])
+        report = run_job(header, blob, stdin_data)
+        reap()
+        trailer = header["nonce"].encode() + base64.b64encode(json.dumps(report).encode()) + header["nonce"].encode()
+        while trailer:
+            trailer = trailer[os.write(1, trailer):]
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
