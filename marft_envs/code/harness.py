@@ -194,6 +194,29 @@ for _op in ("eq ne lt le gt ge add radd sub rsub mul rmul truediv rtruediv floor
     setattr(RemoteName, f"__{_op}__", _forward(_op))
 
 
+class RemoteObject:
+    """A value the program returned that the wire format cannot carry (an instance of one of
+    its classes). It can be passed to further calls (the sandbox then makes it again with the
+    same call); comparing or inspecting it on the host raises TypeError."""
+
+    __slots__ = ("_request", "_type")
+
+    def __init__(self, request: dict[str, Any], type_name: str):
+        self._request = request
+        self._type = type_name
+
+    def __repr__(self) -> str:
+        return f"<remote {self._type} object>"
+
+    def _refuse(self, *args: Any) -> Any:
+        raise TypeError(f"the program returned a value of type {self._type}; tests can only compare "
+                        "builtin data (int, float, str, list, tuple, dict, set, ...)")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __len__ = __iter__ = _refuse
+    __getattr__ = __getitem__ = __contains__ = __add__ = __radd__ = __sub__ = __mul__ = _refuse
+    __hash__ = None  # type: ignore[assignment]
+
+
 # ----------------------------------------------------------------------------- results
 
 
@@ -275,7 +298,6 @@ class _Session:
         self.any_pending = False  # within the current replay: if set, the replay is not final
         self.bools = 0
         self.program_failure: RemoteFailure | None = None
-        self.remote_ids: dict[int, str] = {}
 
     @staticmethod
     def current() -> "_Session | None":
@@ -303,6 +325,8 @@ class _Session:
             return self._pending()
         if reply.kind == "raise":
             raise _host_exception(*reply.value)
+        if reply.kind == "object":
+            return RemoteObject(request, reply.value)
         if reply.kind == "fail":
             raise RemoteFailure(reply.outcome, reply.message)
         for i, after in reply.after:  # mirror the program's in-place mutation of arguments
@@ -316,10 +340,10 @@ class _Session:
         return copy.deepcopy(reply.value)
 
     def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        refs = _Refs(self.remote_ids)
+        refs = _Refs()
         try:
-            enc_args = [encode(a, refs=refs) for a in args]
-            enc_kwargs = [[k, encode(v, refs=refs)] for k, v in kwargs.items()]
+            enc_args = [encode(a, ref=refs) for a in args]
+            enc_kwargs = [[k, encode(v, ref=refs)] for k, v in kwargs.items()]
         except WireError as e:
             if refs.saw_pending:
                 return self._pending()
@@ -335,22 +359,22 @@ class _Session:
 
 
 class _Refs:
-    """``id(obj) -> name`` of the remote names sent by reference; notices placeholders."""
+    """The ``ref`` hook of `encode` for call arguments: remote names go by name, remote objects
+    as the call that made them; a placeholder makes the call wait for a later round."""
 
-    def __init__(self, remote_ids: dict[int, str]) -> None:
-        self.remote_ids = remote_ids
+    def __init__(self) -> None:
         self.saw_pending = False
 
-    def __contains__(self, key: int) -> bool:
-        if key == id(PENDING):
+    def __call__(self, v: Any) -> list[Any] | None:
+        t = type(v)
+        if t is _Pending:
             self.saw_pending = True
-            return True
-        return key in self.remote_ids
-
-    def __getitem__(self, key: int) -> str:
-        if key == id(PENDING):
             raise WireError("pending value")
-        return self.remote_ids[key]
+        if t is RemoteName:
+            return ["r", v._name]
+        if t is RemoteObject:
+            return ["x", v._request]
+        return None
 
 
 # ----------------------------------------------------------------------------- test programs
@@ -453,14 +477,20 @@ def _compile_tests(tests: tuple[str, ...], trusted: set[str], entry_point: str |
     modules, checks, names = [], [], set()
     for i, src in enumerate(tests):
         tree = ast.parse(src, filename=f"<test {i}>")
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name == "check" and node.args.args:
-                # HumanEval style: each top-level statement of check's body is a test; the
-                # parameter (``candidate``) is a remote name, not a trusted one.
-                param = node.args.args[0].arg
-                node.body = _wrap_units(node.body, src, units, trusted - {param})
-                checks.append(("check", entry_point or param))
-        tree.body = _wrap_units(tree.body, src, units, trusted)
+        check_defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check" and n.args.args]
+        for node in check_defs:
+            # HumanEval style: each top-level statement of check's body is a test; the
+            # parameter (``candidate``) is a remote name, not a trusted one.
+            param = node.args.args[0].arg
+            node.body = _wrap_units(node.body, src, units, trusted - {param})
+            checks.append(("check", entry_point or param))
+        if not check_defs and _has_assert(tree):
+            # An assert-list test string is one test, however many statements it has.
+            whole = ast.If(ast.Constant(True), tree.body, [])
+            ast.copy_location(whole, tree.body[0])
+            whole.end_lineno, whole.end_col_offset = tree.body[-1].end_lineno, tree.body[-1].end_col_offset
+            tree.body = _wrap_units([whole], src, units, trusted)
+            units[-1].source = src.strip()
         names |= _loaded_names(tree)
         tree = _SoftAsserts().visit(tree)
         ast.fix_missing_locations(tree)
@@ -535,7 +565,6 @@ def _namespace(program: _TestProgram, prefix_ns: dict[str, Any], entry_point: st
         ns[name] = RemoteName(name, session)
     if entry_point:
         ns[entry_point] = RemoteName(entry_point, session)
-    session.remote_ids = {id(v): v._name for v in ns.values() if isinstance(v, RemoteName)}
     return ns
 
 
@@ -645,8 +674,9 @@ def _reply_from_record(rec: dict[str, Any] | None, status: str, status_outcome: 
                 raise WireError("bad exception record")
             return _Reply("raise", (name, msg))
         if "bad" in rec:
-            return _Reply("fail", outcome="memory" if rec["bad"] == "MemoryError" else "runtime_error",
-                          message=f"returned a value of type {str(rec['bad'])[:60]} (tests compare builtin data only)")
+            if rec["bad"] == "MemoryError":
+                return _Reply("fail", outcome="memory", message="MemoryError while returning the value")
+            return _Reply("object", str(rec["bad"])[:60])
     except (WireError, TypeError, ValueError):
         pass
     return _Reply("fail", message="malformed result record")

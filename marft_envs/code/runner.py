@@ -22,7 +22,6 @@ expected values the sandbox never sees.
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 # Caps on one encoded value: nesting depth and number of nodes.
@@ -46,13 +45,13 @@ _ITER_TYPES = tuple(
 )
 
 
-def encode(value, *, refs=None):
+def encode(value, *, ref=None):
     """Encode a value of an exact builtin type as tagged JSON-ready data.
 
     Accepts None, bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset and
     range (exact types: subclasses are refused), plus builtin iterators and generators, which
-    are materialised (tag ``g``). ``refs`` maps ``id(obj)`` to a name for objects sent by
-    reference (host side only). Raises `WireError` for anything else.
+    are materialised (tag ``g``). ``ref(obj)`` may return the tagged form of an object sent
+    by reference, or None (host side only). Raises `WireError` for anything else.
     """
     budget = [MAX_NODES]
 
@@ -61,8 +60,10 @@ def encode(value, *, refs=None):
         if budget[0] < 0 or depth > MAX_DEPTH:
             raise WireError("value too large or too deeply nested")
         t = _type(v)
-        if refs is not None and id(v) in refs:
-            return ["r", refs[id(v)]]
+        if ref is not None:
+            tagged = ref(v)
+            if tagged is not None:
+                return tagged
         if v is None:
             return ["n"]
         if t is bool:
@@ -89,6 +90,9 @@ def encode(value, *, refs=None):
             return ["d", [[enc(k, depth + 1), enc(x, depth + 1)] for k, x in v.items()]]
         if t is range:
             return ["R", hex(v.start), hex(v.stop), hex(v.step)]
+        base = _builtin_base(v)
+        if base is not None:  # a subclass (Counter, namedtuple, IntEnum...): its base value
+            return enc(base, depth)
         if t in _ITER_TYPES:
             items = []
             for x in v:
@@ -99,6 +103,24 @@ def encode(value, *, refs=None):
         raise WireError(f"cannot send a value of type {t.__name__}")
 
     return enc(value, 0)
+
+
+def _builtin_base(v):
+    """The plain builtin value inside an instance of a builtin subclass, taken with the base
+    type's own C methods (the subclass's overrides, ``__eq__`` included, never matter)."""
+    if isinstance(v, bool):
+        return None
+    for cls, convert in _BASES:
+        if isinstance(v, cls):
+            return convert(v)
+    return None
+
+
+_BASES = (
+    (int, int.__index__), (float, float.__float__), (str, str.__str__), (bytes, bytes.__bytes__),
+    (complex, complex.__complex__), (list, list.copy), (dict, dict.copy), (set, set.copy),
+    (frozenset, frozenset.copy), (tuple, lambda v: tuple.__getitem__(v, slice(None))),
+)
 
 
 def _float(s):
@@ -168,6 +190,8 @@ def decode(data, *, resolve=None):
             return iter(items(d[1], depth))
         if tag == "r" and n == 2 and _type(d[1]) is str and resolve is not None:
             return resolve(d[1])
+        if tag == "x" and n == 2 and _type(d[1]) is dict and resolve is not None:
+            return resolve(d[1])  # an object the program made: made again by the same call
         raise WireError(f"malformed value with tag {tag!r}")
 
     try:
@@ -228,35 +252,41 @@ def main():
         return
     emit({"program": "ok"})
 
-    def resolve(name):
-        if name not in ns:
-            raise NameError(f"name {name!r} is not defined")
-        return ns[name]
+    def resolve(ref):
+        if _type(ref) is dict:  # a nested call
+            return invoke(ref)[0]
+        if ref not in ns:
+            raise NameError(f"name {ref!r} is not defined")
+        return ns[ref]
+
+    def invoke(call):
+        if "get" in call:
+            return resolve(call["get"]), []
+        fn = resolve(call["fn"])
+        args = [decode(a, resolve=resolve) for a in call["args"]]
+        kwargs = {k: decode(v, resolve=resolve) for k, v in call["kwargs"]}
+        return fn(*args, **kwargs), args
 
     for call in request["calls"]:
         cid = call["id"]
         try:
-            if "get" in call:
-                result = resolve(call["get"])
-                args = []
-            else:
-                fn = resolve(call["fn"])
-                args = [decode(a, resolve=resolve) for a in call["args"]]
-                kwargs = {k: decode(v, resolve=resolve) for k, v in call["kwargs"]}
-                result = fn(*args, **kwargs)
+            result, args = invoke(call)
         except BaseException as e:
             emit({"id": cid, "raise": _describe(e)})
             continue
         try:
             record = {"id": cid, "ok": encode(result)}
-            after = []
-            for i, a in enumerate(args):
-                if _type(a) in (list, dict, set):  # report in-place mutation of arguments
-                    after.append([i, encode(a)])
-            if after:
-                record["after"] = after
         except BaseException as e:
             record = {"id": cid, "bad": _type(result).__name__ if isinstance(e, WireError) else _describe(e)[0]}
+        after = []
+        for i, a in enumerate(args):
+            if _type(a) in (list, dict, set):  # report in-place mutation of arguments
+                try:
+                    after.append([i, encode(a)])
+                except BaseException:
+                    pass
+        if after and "ok" in record:
+            record["after"] = after
         emit(record)
     emit({"end": _len(request["calls"])})
 

@@ -1,0 +1,217 @@
+"""`check`: run a completion against a code task's tests and report a typed outcome.
+
+    report = check(response, task)                 # hidden tests, default sandbox
+    report.outcome, report.passed, report.total    # "pass" | "fail" | "timeout" | "memory" | ...
+    verdict = report.to_verdict()                  # marft_envs.verdict.Verdict
+
+Function tasks (``entry_point`` + Python ``tests``) go through the trusted harness
+(:mod:`marft_envs.code.harness`); stdin/stdout tasks (``io_tests``) run the program once per
+test and compare its output on the host.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tasks import Task
+
+from ..verdict import Verdict
+from .extract import defines, extract_program
+from .harness import UnitResult, run_python_tests
+
+__all__ = ["OUTCOMES", "TestReport", "check", "build_program", "default_sandbox", "outputs_match"]
+
+Outcome = Literal["pass", "fail", "timeout", "memory", "runtime_error", "infra_error"]
+#: Every outcome a check can have.
+OUTCOMES: tuple[str, ...] = ("pass", "fail", "timeout", "memory", "runtime_error", "infra_error")
+REWARDS = ("fraction", "all")
+WHICH = ("hidden", "public")
+
+
+@dataclass(frozen=True)
+class TestReport:
+    """The result of checking one program against one task's tests.
+
+    ``outcome`` is ``pass`` when every test passed, ``infra_error`` when the sandbox failed
+    (never the program's fault), else the outcome of the first test that did not pass.
+    ``details`` holds one :class:`~marft_envs.code.harness.UnitResult` per test.
+    """
+
+    outcome: Outcome
+    passed: int
+    total: int
+    details: tuple[UnitResult, ...] = ()
+    reason: str = ""
+    backend: str = ""
+    elapsed: float = 0.0
+    program: str = ""
+    reward: str = "fraction"
+    which: str = "hidden"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def score(self) -> float:
+        """The reward: fraction of tests passed, or 1/0 (``reward="all"``); 0 on infra errors."""
+        if self.outcome == "infra_error" or self.total == 0:
+            return 0.0
+        if self.reward == "all":
+            return 1.0 if self.outcome == "pass" else 0.0
+        return self.passed / self.total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome, "passed": self.passed, "total": self.total, "score": self.score,
+            "reason": self.reason, "backend": self.backend, "elapsed": self.elapsed,
+            "reward": self.reward, "tests": self.which,
+            "details": [d.to_dict() for d in self.details], **self.extra,
+        }
+
+    def to_verdict(self) -> Verdict:
+        """This report as a :class:`Verdict` (``answer`` is the extracted program)."""
+        return Verdict(
+            correct=self.outcome == "pass",
+            answer=self.program,
+            reason=self.reason or self.outcome,
+            score=self.score,
+            elapsed=self.elapsed,
+            infra_error=self.outcome == "infra_error",
+            details={k: v for k, v in self.to_dict().items() if k != "elapsed"},
+        )
+
+
+_DEFAULT: Any = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_sandbox() -> Any:
+    """The process-wide automatically selected sandbox, created on first use."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            from .sandbox import get_sandbox
+
+            _DEFAULT = get_sandbox()
+        return _DEFAULT
+
+
+def build_program(code: str, task: Task) -> str:
+    """The program to run: ``code``, joined to the task's ``metadata["code_prefix"]`` if any.
+
+    HumanEval-style tasks carry their prompt (imports, helpers, the stub to complete) as the
+    prefix. A ``code`` that defines the entry point itself is appended after the prefix (the
+    prefix still supplies imports and helpers); otherwise ``code`` is taken as the body that
+    continues the stub, HumanEval's raw completion format.
+    """
+    prefix = str(task.metadata.get("code_prefix") or "")
+    if not prefix:
+        return code
+    if defines(code, task.entry_point):
+        return prefix.rstrip() + "\n\n" + code
+    return prefix + code
+
+
+def outputs_match(actual: str, expected: str) -> bool:
+    """stdout comparison: equal token sequences (whitespace of any kind and amount is ignored)."""
+    return actual.split() == expected.split()
+
+
+def _io_units(program: str, task: Task, tests: tuple[Any, ...], sandbox: Any, timeout: float,
+              stop_early: bool) -> tuple[list[UnitResult], float, str]:
+    units: list[UnitResult] = []
+    elapsed, backend = 0.0, getattr(sandbox, "name", "")
+    for i, t in enumerate(tests):
+        res = sandbox.run(program, stdin=t.stdin, timeout=timeout)
+        elapsed += res.elapsed
+        backend = getattr(res, "backend", "") or backend
+        status = res.status.value
+        source = f"stdin: {t.stdin[:200]!r}"
+        if status == "ok":
+            ok = outputs_match(res.stdout, t.expected_stdout)
+            outcome, msg = ("pass", "") if ok else ("fail", f"wrong output: {res.stdout[:200]!r}")
+        elif status == "infra_error":
+            outcome, msg = "infra_error", res.stderr[-300:]
+        elif status in ("timeout", "memory"):
+            outcome, msg = status, f"{status} limit exceeded"
+        elif status == "output_limit":
+            outcome, msg = "runtime_error", "output limit exceeded"
+        else:
+            tail = res.stderr.strip().splitlines()[-1:] if res.stderr.strip() else []
+            outcome, msg = "runtime_error", f"exit code {res.exit_code}" + (f": {tail[0][:200]}" if tail else "")
+        units.append(UnitResult(i, source, outcome, msg))
+        if outcome == "infra_error" or (stop_early and outcome != "pass"):
+            break
+    return units, elapsed, backend
+
+
+def check(
+    completion: str,
+    task: Task,
+    *,
+    sandbox: Any = None,
+    reward: str = "fraction",
+    tests: str = "hidden",
+    timeout: float = 10.0,
+    extract: bool = True,
+) -> TestReport:
+    """Run ``completion`` (an LLM response, or a program with ``extract=False``) against ``task``.
+
+    ``sandbox``: a :class:`~marft_envs.code.sandbox.Sandbox`, a backend name, or None for the
+    automatically selected one. ``reward``: ``"fraction"`` of tests passed or ``"all"``
+    (all-or-nothing; stdin/stdout tests then stop at the first failure). ``tests``:
+    ``"hidden"`` (the reward tests) or ``"public"`` (the ones that may be shown as feedback).
+    ``timeout``: wall-clock seconds per sandbox run. Never raises for anything the program
+    does; raises ValueError for invalid arguments or a task that is not a code task.
+    """
+    if reward not in REWARDS:
+        raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
+    if tests not in WHICH:
+        raise ValueError(f"tests must be one of {WHICH}, got {tests!r}")
+    if task.kind != "code":
+        raise ValueError(f"task {task.id!r} is a {task.kind} task, not a code task")
+    if sandbox is None:
+        sandbox = default_sandbox()
+    elif isinstance(sandbox, str):
+        from .sandbox import get_sandbox
+
+        sandbox = get_sandbox(sandbox)
+    code = extract_program(completion) if extract else str(completion)
+    program = build_program(code, task)
+    start = time.monotonic()
+    extra: dict[str, Any] = {}
+    if task.io_tests:
+        n_public = int(task.metadata.get("public_io_tests", 1))
+        chosen = task.io_tests if tests == "hidden" else task.io_tests[:n_public]
+        units, elapsed, backend = _io_units(program, task, chosen, sandbox, timeout, reward == "all")
+        total = len(chosen)
+    else:
+        py_tests = task.tests if tests == "hidden" else task.public_tests
+        result = run_python_tests(
+            program, tuple(py_tests), sandbox=sandbox, entry_point=task.entry_point,
+            setup_code=task.setup_code, code_prefix=str(task.metadata.get("code_prefix") or ""),
+            timeout=timeout,
+        )
+        units, elapsed, backend = result.units, result.elapsed, result.backend or getattr(sandbox, "name", "")
+        total = len(units)
+        extra = {"rounds": result.rounds, "calls": result.calls}
+        if result.program_error:
+            extra["program_error"] = result.program_error
+    passed = sum(u.outcome == "pass" for u in units)
+    failing = [u for u in units if u.outcome != "pass"]
+    if any(u.outcome == "infra_error" for u in units):
+        outcome, reason = "infra_error", next(u.message for u in units if u.outcome == "infra_error")
+    elif total == 0:
+        outcome, reason = "fail", "the task has no tests to run"
+    elif not failing and passed == total:
+        outcome, reason = "pass", f"passed all {total} tests"
+    else:
+        first = failing[0] if failing else None
+        outcome = first.outcome if first else "fail"
+        reason = f"passed {passed}/{total} tests; first problem: {first.message if first else 'tests not run'}"
+    return TestReport(
+        outcome=outcome, passed=passed, total=total, details=tuple(units), reason=reason,
+        backend=backend, elapsed=max(elapsed, time.monotonic() - start), program=code,
+        reward=reward, which=tests, extra=extra,
+    )
