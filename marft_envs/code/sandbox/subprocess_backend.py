@@ -24,6 +24,7 @@ def program_env(workdir: str, tmpdir: str) -> dict[str, str]:
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": workdir,
+        "PWD": workdir,
         "TMPDIR": tmpdir,
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
