@@ -1,0 +1,216 @@
+"""``marft-leaderboard``: serve, submit, show, token create/revoke/list, export csv/markdown.
+
+Token commands talk to the database directly (they are for whoever runs the server);
+``submit`` talks to a server; ``show`` and ``export`` read a server (``--server``) or a
+database (``--db``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+DB_ENV = "MARFT_LEADERBOARD_DB"
+DEFAULT_DB = "sqlite:///leaderboard.db"
+
+EXPORT_COLUMNS = (
+    "rank", "env_id", "method", "model", "team_size", "verified_score", "ci_low", "ci_high",
+    "claimed_score", "n_tasks", "n_episodes", "created_at", "id",
+)
+
+
+def _default_db() -> str:
+    return os.environ.get(DB_ENV, DEFAULT_DB)
+
+
+def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Leaderboard rows from ``--db`` if given, else from the server."""
+    if args.db:
+        from leaderboard.db import open_db
+        from leaderboard.models import submission_summary
+
+        db = open_db(args.db)
+        return [submission_summary(s) for s in db.submissions(env=args.env, method=args.method)]
+    from leaderboard.client import LeaderboardClient
+
+    with LeaderboardClient(args.server) as c:
+        return c.leaderboard(env=args.env, method=args.method)
+
+
+def _flat(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"rank": i, **{k: r[k] for k in EXPORT_COLUMNS if k != "rank"}} for i, r in enumerate(rows, 1)]
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def to_csv(rows: list[dict[str, Any]]) -> str:
+    """Leaderboard rows as CSV (one header line, then one line per submission)."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(_flat(rows))
+    return buf.getvalue()
+
+
+def to_markdown(rows: list[dict[str, Any]]) -> str:
+    """Leaderboard rows as a GitHub-flavoured Markdown table."""
+    def cell(v: Any) -> str:
+        return _fmt(v).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(EXPORT_COLUMNS) + " |", "|" + "---|" * len(EXPORT_COLUMNS)]
+    lines += ["| " + " | ".join(cell(r[k]) for k in EXPORT_COLUMNS) + " |" for r in _flat(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from leaderboard.server import create_app
+
+    overrides = {"sandbox": args.sandbox} if args.sandbox else None
+    app = create_app(args.db or _default_db(), max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+                     env_overrides=overrides)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from leaderboard.db import TokenError, open_db
+
+    db = open_db(args.db or _default_db())
+    try:
+        if args.action == "create":
+            print(db.create_token(args.name))
+            print(f"token {args.name!r} created; it is shown only once", file=sys.stderr)
+        elif args.action == "revoke":
+            db.revoke_token(args.name)
+            print(f"token {args.name!r} revoked", file=sys.stderr)
+        else:
+            for t in db.list_tokens():
+                state = f"revoked {t['revoked_at']:%Y-%m-%d}" if t["revoked_at"] else "active"
+                print(f"{t['name']}\t{state}")
+    except TokenError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from leaderboard.client import LeaderboardClient, SubmissionError
+
+    try:
+        with LeaderboardClient(args.server, token=args.token) as c:
+            result = c.submit(args.path)
+    except SubmissionError as e:
+        print(f"rejected ({e.status}): {e.detail}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result))
+    else:
+        claimed = "" if result["claimed_score"] is None else f", claimed {result['claimed_score']:.3f}"
+        print(
+            f"accepted as submission {result['id']}: verified score {result['verified_score']:.3f} "
+            f"(95% CI {result['ci_low']:.3f}-{result['ci_high']:.3f}{claimed}) "
+            f"on {result['n_episodes']} episodes; {c.server}{result['url']}"
+        )
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = _rows(args)
+    table = Table(title=f"leaderboard{': ' + args.env if args.env else ''}")
+    for col in ("#", "env", "method", "model", "team", "verified (95% CI)", "claimed", "episodes", "date"):
+        table.add_column(col)
+    for i, r in enumerate(rows, 1):
+        table.add_row(
+            str(i), r["env_id"], r["method"], r["model"], str(r["team_size"]),
+            f"{r['verified_score']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
+            _fmt(r["claimed_score"]) or "-", str(r["n_episodes"]), (r["created_at"] or "")[:10],
+        )
+    Console(width=160).print(table)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    text = (to_csv if args.format == "csv" else to_markdown)(_rows(args))
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _add_source(p: argparse.ArgumentParser) -> None:
+    from leaderboard.client import default_server
+
+    p.add_argument("--env", help="only this environment id (e.g. math-3agent)")
+    p.add_argument("--method", help="only this method")
+    p.add_argument("--server", default=default_server(), help="server URL (default %(default)s)")
+    p.add_argument("--db", help="read this database URL directly instead of a server")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from leaderboard.client import TOKEN_ENV, default_server
+
+    parser = argparse.ArgumentParser(prog="marft-leaderboard", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="run the leaderboard server")
+    p.add_argument("--db", help=f"SQLAlchemy URL (default ${DB_ENV} or {DEFAULT_DB})")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--max-body-mb", type=float, default=20.0, help="request size limit (default 20 MB)")
+    p.add_argument("--sandbox", help="code sandbox backend used for re-grading (docker, bwrap, subprocess)")
+    p.add_argument("--log-level", default="info")
+    p.set_defaults(fn=cmd_serve)
+
+    p = sub.add_parser("token", help="create, revoke or list submission tokens (admin, on the database)")
+    p.add_argument("action", choices=("create", "revoke", "list"))
+    p.add_argument("--name", help="token name (who it is for)")
+    p.add_argument("--db", help=f"SQLAlchemy URL (default ${DB_ENV} or {DEFAULT_DB})")
+    p.set_defaults(fn=cmd_token)
+
+    p = sub.add_parser("submit", help="submit a result bundle (directory or .json file)")
+    p.add_argument("path")
+    p.add_argument("--server", default=default_server(), help="server URL (default %(default)s)")
+    p.add_argument("--token", help=f"submission token (default ${TOKEN_ENV})")
+    p.add_argument("--json", action="store_true", help="print the server's answer as JSON")
+    p.set_defaults(fn=cmd_submit)
+
+    p = sub.add_parser("show", help="print the leaderboard as a terminal table")
+    _add_source(p)
+    p.set_defaults(fn=cmd_show)
+
+    p = sub.add_parser("export", help="export the leaderboard as CSV or Markdown")
+    p.add_argument("format", choices=("csv", "markdown"))
+    p.add_argument("-o", "--output", help="file to write (default stdout)")
+    _add_source(p)
+    p.set_defaults(fn=cmd_export)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "token" and args.action != "list" and not args.name:
+        build_parser().error(f"token {args.action} needs --name")
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,210 @@
+"""Database access: engine, Alembic migrations on start-up, tokens, submissions, queries.
+
+Any SQLAlchemy URL works (``sqlite:///lb.db`` by default, ``postgresql://...`` for a
+shared server). :func:`open_db` upgrades the schema to the latest Alembic revision
+before anything else touches it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, selectinload, sessionmaker
+from sqlalchemy.pool import StaticPool
+
+from leaderboard.models import Base, EpisodeRow, Submission, Token, utcnow
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+TOKEN_PREFIX = "mlb_"
+
+
+class DuplicateSubmission(ValueError):
+    """The exact same bundle was already accepted."""
+
+
+class TokenError(ValueError):
+    """A token name is taken, or no such token exists."""
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cur = dbapi_connection.cursor()
+    # WAL lets readers run while one writer commits; busy_timeout makes other
+    # processes (the CLI issuing a token while the server runs) wait instead of failing.
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite gets WAL, a busy timeout and foreign keys."""
+    if url.startswith("sqlite"):
+        memory = url in ("sqlite://", "sqlite:///:memory:")
+        kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False}}
+        if memory:  # one shared connection, or every session would see an empty database
+            kwargs["poolclass"] = StaticPool
+        engine = create_engine(url, **kwargs)
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def alembic_config(url: str) -> Config:
+    """An Alembic config pointing at the packaged migrations (no alembic.ini needed)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(engine: Engine) -> None:
+    """Apply every pending migration (``alembic upgrade head``) on ``engine``."""
+    cfg = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+@dataclass
+class Database:
+    """An engine, a session factory, and the operations the server and CLI need."""
+
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+    def __post_init__(self) -> None:
+        # SQLite has one writer at a time; serialising our own writes in-process
+        # avoids lock-upgrade failures under many concurrent submissions.
+        self._write_lock = (
+            threading.Lock() if self.engine.dialect.name == "sqlite" else _NullLock()
+        )
+
+    # ----------------------------------------------------------------- tokens
+
+    def create_token(self, name: str) -> str:
+        """Issue a new token named ``name``; returns the secret (shown once, stored hashed)."""
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        try:
+            with self._write_lock, self.sessions.begin() as s:
+                s.add(Token(name=name, token_hash=hash_token(secret)))
+        except IntegrityError:
+            raise TokenError(f"a token named {name!r} already exists; pick another name") from None
+        return secret
+
+    def revoke_token(self, name: str) -> None:
+        """Revoke the token named ``name`` (its past submissions stay listed)."""
+        with self._write_lock, self.sessions.begin() as s:
+            tok = s.scalar(select(Token).where(Token.name == name))
+            if tok is None:
+                raise TokenError(f"no token named {name!r}")
+            if tok.revoked_at is None:
+                tok.revoked_at = utcnow()
+
+    def list_tokens(self) -> list[dict[str, Any]]:
+        with self.sessions() as s:
+            return [
+                {"id": t.id, "name": t.name, "created_at": t.created_at, "revoked_at": t.revoked_at}
+                for t in s.scalars(select(Token).order_by(Token.id))
+            ]
+
+    def check_token(self, secret: str) -> tuple[int | None, str]:
+        """``(token id, "")`` for a valid token, else ``(None, why)``."""
+        with self.sessions() as s:
+            tok = s.scalar(select(Token).where(Token.token_hash == hash_token(secret)))
+        if tok is None:
+            return None, "unknown token"
+        if tok.revoked_at is not None:
+            return None, f"token {tok.name!r} was revoked"
+        return tok.id, ""
+
+    # ------------------------------------------------------------ submissions
+
+    def add_submission(self, sub: Submission) -> int:
+        """Store a submission and its episodes in one transaction; returns its id."""
+        try:
+            with self._write_lock, self.sessions.begin() as s:
+                s.add(sub)
+                s.flush()
+                return sub.id
+        except IntegrityError as e:
+            if "bundle_sha256" in str(e.orig) or "UNIQUE" in str(e.orig).upper():
+                raise DuplicateSubmission("this exact bundle was already submitted") from None
+            raise
+
+    def submissions(
+        self,
+        *,
+        env: str | None = None,
+        family: str | None = None,
+        method: str | None = None,
+        team_size: int | None = None,
+    ) -> list[Submission]:
+        """Submissions (without episodes) matching the filters, best verified score first."""
+        q = select(Submission)
+        if env:
+            q = q.where(Submission.env_id == env)
+        if family:
+            q = q.where(Submission.env_family == family)
+        if method:
+            q = q.where(Submission.method == method)
+        if team_size:
+            q = q.where(Submission.team_size == team_size)
+        q = q.order_by(Submission.verified_score.desc(), Submission.id)
+        with self.sessions() as s:
+            return list(s.scalars(q))
+
+    def submission(self, sub_id: int) -> Submission | None:
+        """One submission with its episodes loaded."""
+        with self.sessions() as s:
+            return s.scalar(
+                select(Submission)
+                .where(Submission.id == sub_id)
+                .options(selectinload(Submission.episodes))
+            )
+
+    def row_counts(self) -> dict[str, int]:
+        """Rows per table (tests and the load benchmark check nothing is lost or duplicated)."""
+        with self.sessions() as s:
+            return {
+                t.__tablename__: s.scalar(select(func.count()).select_from(t)) or 0
+                for t in (Token, Submission, EpisodeRow)
+            }
+
+
+class _NullLock:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def hash_token(secret: str) -> str:
+    """sha256 hex of a token secret (what the database stores)."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def open_db(url: str) -> Database:
+    """Connect to ``url`` and migrate its schema to the latest revision."""
+    engine = make_engine(url)
+    upgrade(engine)
+    return Database(engine, sessionmaker(engine, expire_on_commit=False))
+
+
+def as_iso(dt: datetime | None) -> str | None:
+    return None if dt is None else dt.isoformat(timespec="seconds")
+
+
+__all__ = [
+    "Base", "Database", "DuplicateSubmission", "TokenError", "hash_token", "open_db", "upgrade",
+]

@@ -1,0 +1,200 @@
+"""The result bundle: what an evaluation run hands to the leaderboard.
+
+Pydantic only (no server dependency), so ``baselines.eval`` and third-party
+trainers can build and write bundles without the web stack. The format is
+documented, with an example, in ``docs/leaderboard.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+"""The bundle format version written by this package (bump on incompatible changes)."""
+
+SUPPORTED_SCHEMA_VERSIONS = (1,)
+
+Method = Literal["marft", "marft-shared", "ippo", "other"]
+METHODS: tuple[str, ...] = ("marft", "marft-shared", "ippo", "other")
+
+BUNDLE_FILENAME = "bundle.json"
+
+
+class _Strict(BaseModel):
+    # Unknown fields are an error: a typo in a third-party bundle should fail loudly.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TurnRecord(_Strict):
+    """One AEC turn: one agent's whole response."""
+
+    agent: str = Field(min_length=1)
+    action: str
+
+
+class EpisodeRecord(_Strict):
+    """One evaluation episode: which task, under which seed, what was said, what is graded.
+
+    ``final_output`` is the text the environment's verifier grades (the answering
+    agent's last response: a math answer or a program). ``claimed_score`` is what the
+    submitter's own run scored; it is displayed for comparison and never trusted.
+    """
+
+    task_id: str = Field(min_length=1)
+    seed: int
+    turns: list[TurnRecord] = Field(default_factory=list)
+    final_output: str
+    claimed_score: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class DatasetRef(_Strict):
+    """The evaluation set: a registered dataset split, pinned by its content hash.
+
+    ``size`` limits the evaluation set to the first ``size`` tasks of the split in
+    dataset order (None: the whole split). A prefix, not a free choice of tasks, so
+    nobody can pick the tasks they do well on.
+    """
+
+    name: str = Field(min_length=1)
+    split: str = Field(min_length=1)
+    hash: str = Field(min_length=1)
+    size: int | None = Field(default=None, ge=1)
+
+
+class Bundle(_Strict):
+    """A complete, self-describing evaluation result."""
+
+    schema_version: int = SCHEMA_VERSION
+    env_id: str = Field(min_length=1)
+    env_spec: dict[str, Any]
+    dataset: DatasetRef
+    package_version: str
+    method: Method
+    model: str = Field(min_length=1)
+    config: dict[str, Any] = Field(default_factory=dict)
+    seeds: list[int] = Field(min_length=1)
+    team_size: int = Field(ge=1)
+    claimed_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    episodes: list[EpisodeRecord] = Field(min_length=1)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, v: int) -> int:
+        if v not in SUPPORTED_SCHEMA_VERSIONS:
+            raise ValueError(
+                f"schema_version {v} is not supported; supported: {list(SUPPORTED_SCHEMA_VERSIONS)}"
+            )
+        return v
+
+    @field_validator("seeds")
+    @classmethod
+    def _unique_seeds(cls, v: list[int]) -> list[int]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"seeds must be distinct, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _spec_matches_id(self) -> "Bundle":
+        spec_id = self.env_spec.get("id")
+        if spec_id is not None and spec_id != self.env_id:
+            raise ValueError(f"env_spec.id {spec_id!r} does not match env_id {self.env_id!r}")
+        return self
+
+    # ------------------------------------------------------------------ builders
+
+    @classmethod
+    def from_episodes(
+        cls,
+        env: Any,
+        episodes: Iterable[Any],
+        *,
+        method: str,
+        model: str,
+        config: Mapping[str, Any] | None = None,
+        seeds: Iterable[int] | None = None,
+        claimed_score: float | None = None,
+        dataset_size: int | None = None,
+    ) -> "Bundle":
+        """Build a bundle from an environment and its played episodes.
+
+        ``env`` is an environment made by ``marft_envs.make`` (its spec, dataset and
+        team are read from it) or an env id (made with its registered defaults).
+        ``episodes`` are ``marft_envs.Episode`` records, ``EpisodeRecord``s or dicts
+        with the same fields. ``seeds`` defaults to the seeds found in the episodes.
+        """
+        import marft_envs  # lazy: the schema itself needs only pydantic
+
+        if isinstance(env, str):
+            env = marft_envs.make(env)
+
+        base = env.unwrapped
+        spec = getattr(base, "spec", None) or getattr(env, "spec", None)
+        env_spec = json.loads(spec.to_json())
+        records = [episode_record(ep) for ep in episodes]
+        ds = base.dataset
+        return cls(
+            env_id=env_spec["id"],
+            env_spec=env_spec,
+            dataset=DatasetRef(name=ds.name, split=ds.split, hash=ds.hash, size=dataset_size),
+            package_version=getattr(marft_envs, "__version__", "unknown"),
+            method=method,  # type: ignore[arg-type]
+            model=model,
+            config=dict(config or {}),
+            seeds=list(seeds) if seeds is not None else sorted({r.seed for r in records}),
+            team_size=len(base.possible_agents),
+            claimed_score=claimed_score,
+            episodes=records,
+        )
+
+
+def episode_record(ep: Any) -> EpisodeRecord:
+    """Convert a played episode (``marft_envs`` ``Episode``, mapping or record) to an ``EpisodeRecord``."""
+    if isinstance(ep, EpisodeRecord):
+        return ep
+    if isinstance(ep, Mapping):
+        return EpisodeRecord.model_validate(dict(ep))
+    turns = [TurnRecord(agent=t.agent, action=str(t.action)) for t in ep.turns]
+    final = getattr(ep, "final_output", None)
+    if final is None:
+        raise ValueError(f"episode for task {ep.task_id!r} has no final_output")
+    score = getattr(ep, "score", None)
+    return EpisodeRecord(
+        task_id=ep.task_id,
+        seed=int(ep.seed) if ep.seed is not None else 0,
+        turns=turns,
+        final_output=str(final),
+        claimed_score=None if score is None else float(score),
+    )
+
+
+def write_bundle(bundle: Bundle, path: str | Path) -> Path:
+    """Write ``bundle`` to ``path``: a ``.json`` file, or a directory that gets ``bundle.json``.
+
+    Returns the path of the JSON file written.
+    """
+    path = Path(path)
+    target = path if path.suffix == ".json" else path / BUNDLE_FILENAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(bundle.model_dump_json(indent=1), encoding="utf-8")
+    return target
+
+
+def bundle_path(path: str | Path) -> Path:
+    """The JSON file of a bundle given as a file or as a directory holding ``bundle.json``."""
+    path = Path(path)
+    target = path / BUNDLE_FILENAME if path.is_dir() else path
+    if not target.is_file():
+        raise FileNotFoundError(
+            f"no bundle at {path}: expected a .json file or a directory containing {BUNDLE_FILENAME}"
+        )
+    return target
+
+
+def read_bundle(path: str | Path) -> Bundle:
+    """Read and validate a bundle from a ``.json`` file or a bundle directory."""
+    return Bundle.model_validate_json(bundle_path(path).read_text(encoding="utf-8"))
