@@ -43,6 +43,30 @@ def _residual(lhs: str, rhs: str) -> Tree:
     return ("+", (parse_latex(lhs), ("neg", parse_latex(rhs))))
 
 
+def _value(tree: Tree, env):
+    """The value, ``Undefined`` (1/0, log 0: no value at all), or None (too hard to tell)."""
+    try:
+        return evaluate(tree, env)
+    except Undefined as e:
+        return e
+    except _UNDECIDED:
+        return None
+
+
+def _point_equal(ta: Tree, tb: Tree, env, approximate: bool) -> bool | None:
+    a, b = _value(ta, env), _value(tb, env)
+    if a is None or b is None:
+        return None
+    undefined = isinstance(a, Undefined), isinstance(b, Undefined)
+    if any(undefined):
+        # 1/0 is never equal to a number; two undefined values are sympy's business
+        return None if all(undefined) or env else False
+    try:
+        return values_equal(a, b, approximate)
+    except _UNDECIDED:
+        return None
+
+
 class NumericJudge:
     """Leaf comparisons without sympy: bounded, in-process, never hangs."""
 
@@ -62,10 +86,7 @@ class NumericJudge:
         results = []
         for k in range(SAMPLE_POINTS if names else 1):
             env = sample_point(names, k) if names else None
-            try:
-                results.append(values_equal(evaluate(ta, env), evaluate(tb, env), approximate))
-            except _UNDECIDED:
-                results.append(None)
+            results.append(_point_equal(ta, tb, env, approximate))
             if results[-1] is False:
                 return False, method
         return (True if all(r is True for r in results) else None), method

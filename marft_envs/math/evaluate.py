@@ -263,11 +263,16 @@ def evaluate(tree: Tree, env: Mapping[str, Value] | None = None) -> Value:
 
 
 def sample_point(names: frozenset[str], k: int) -> dict[str, Value]:
-    """A deterministic, irrational-looking value in (0.5, 2.6) for each variable, for point k."""
+    """Deterministic, irrational-looking values with 0.5 < |v| < 2.6 for point k.
+
+    Point 0 is negative so identities that only hold for positive numbers
+    (sqrt(x^2) = x) are not taken as equal; the other points are positive.
+    """
     env = {}
+    sign = -1 if k == 0 else 1
     for name in names:
         h = zlib.crc32(f"{name}:{k}".encode()) / 2**32
-        env[name] = CTX.mpf(h) * 2 + CTX.mpf(1) / 2 + CTX.sqrt(k + 2) / 1000
+        env[name] = sign * (CTX.mpf(h) * 2 + CTX.mpf(1) / 2 + CTX.sqrt(k + 2) / 1000)
     return env
 
 

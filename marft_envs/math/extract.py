@@ -25,8 +25,9 @@ _ANSWER_PHRASE = re.compile(
     re.IGNORECASE,
 )
 _MATH_SEGMENT = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]")
-# Two plain words in a row mean prose, not a bare answer.
-_PROSE = re.compile(r"(?<![\\A-Za-z{])[A-Za-z]{2,}[\s,]+[A-Za-z]{2,}")
+# Two plain words (outside \text{} labels such as units) mean prose, not a bare answer.
+_WORD = re.compile(r"(?<![\\A-Za-z{])[A-Za-z]{2,}(?![A-Za-z])")
+_TEXT_GROUP = re.compile(r"\\(?:text|mbox|textbf|mathrm)\s*\{[^{}]*\}")
 _NUMBER = re.compile(r"-?\d(?:[\d,]*\d)?(?:\.\d+)?(?:/\d+)?")
 
 
@@ -97,12 +98,16 @@ def _after_phrase(text: str) -> str | None:
     return line or None
 
 
-def _bare(text: str) -> str | None:
-    """The whole text when it reads as a bare answer rather than prose."""
+def is_bare_answer(text: str) -> bool:
+    """Whether ``text`` reads as a bare answer (short, one line, no prose) and not a response."""
     s = text.strip()
-    if not s or len(s) > _MAX_BARE_CHARS or "\n" in s or _PROSE.search(s):
-        return None
-    return s
+    if not s or len(s) > _MAX_BARE_CHARS or "\n" in s:
+        return False
+    return len(_WORD.findall(_TEXT_GROUP.sub(" ", s))) < 2
+
+
+def _bare(text: str) -> str | None:
+    return text.strip() if is_bare_answer(text) else None
 
 
 def _last_number(text: str) -> str | None:
