@@ -700,7 +700,7 @@ def run_python_tests(
     Raises ValueError only when the tests themselves do not compile (a broken task).
     """
     prefix_ns = _trusted_namespace(code_prefix, entry_point)
-    trusted = {n for n in prefix_ns if n != entry_point} | set(dir(builtins)) | set(sys.stdlib_module_names)
+    trusted = (set(prefix_ns) | set(dir(builtins)) | set(sys.stdlib_module_names)) - {entry_point}
     try:
         compiled = _compile_tests(tuple(tests), trusted, entry_point)
     except SyntaxError as e:

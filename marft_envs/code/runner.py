@@ -21,6 +21,7 @@ expected values the sandbox never sees.
 
 from __future__ import annotations
 
+import builtins
 import json
 import sys
 
@@ -90,6 +91,8 @@ def encode(value, *, ref=None):
             return ["d", [[enc(k, depth + 1), enc(x, depth + 1)] for k, x in v.items()]]
         if t is range:
             return ["R", hex(v.start), hex(v.stop), hex(v.step)]
+        if t is type and getattr(builtins, v.__name__, None) is v:
+            return ["T", v.__name__]  # a builtin type itself (``int``, ``str``)
         base = _builtin_base(v)
         if base is not None:  # a subclass (Counter, namedtuple, IntEnum...): its base value
             return enc(base, depth)
@@ -184,6 +187,8 @@ def decode(data, *, resolve=None):
                     raise WireError("bad dict item")
                 out[dec(kv[0], depth + 1)] = dec(kv[1], depth + 1)
             return out
+        if tag == "T" and n == 2 and _type(d[1]) is str and _type(getattr(builtins, d[1], None)) is type:
+            return getattr(builtins, d[1])
         if tag == "R" and n == 4:
             return range(_int(d[1]), _int(d[2]), _int(d[3]))
         if tag == "g" and n == 2:
@@ -219,7 +224,6 @@ def _describe(exc):
 
 def main():
     """Entry point inside the sandbox (see the module docstring)."""
-    import builtins
     import os
 
     raw = sys.stdin.buffer.read()
