@@ -55,6 +55,19 @@ def coerce_action(action: Any, max_chars: int) -> tuple[str, str | None]:
     return action, None
 
 
+def deterministic_verdict(verdict: Mapping[str, Any]) -> dict[str, Any]:
+    """The verdict without wall-clock timings, for ``infos``.
+
+    PettingZoo's seed test (and users replaying episodes) need ``infos`` to be a function of the
+    seed and the actions alone; timings live in ``episode().verdicts`` instead.
+    """
+    out = {k: v for k, v in verdict.items() if k != "elapsed"}
+    details = out.get("details")
+    if isinstance(details, Mapping):
+        out["details"] = {k: v for k, v in details.items() if "elapsed" not in k and "time" not in k}
+    return out
+
+
 class FlexMGEnv(AECEnv):
     """A team of LLM agents on one task per episode (see the module docstring).
 
@@ -293,10 +306,11 @@ class FlexMGEnv(AECEnv):
         vdict = {**verdict.to_dict(), "elapsed": verdict.elapsed or elapsed, "round": self.round,
                  "answerer": answerer}
         self._verdicts.append(vdict)
+        public = deterministic_verdict(vdict)
         self._version += 1  # the verdict is part of state()
         for a in self.agents:
             self.rewards[a] = self._attributed(a, answerer, verdict.score)
-            self.infos[a] = {"task_id": self.task.id, "round": self.round, "verdict": vdict, "answerer": answerer}
+            self.infos[a] = {"task_id": self.task.id, "round": self.round, "verdict": public, "answerer": answerer}
         for t in self._turns:
             if t.round == self.round:
                 t.reward = self.rewards[t.agent]

@@ -19,7 +19,7 @@ from typing import Any, Callable
 from rich.console import Console
 from rich.table import Table
 
-_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*-(\d+)agent$")
+_ID_RE = re.compile(r"^.+-(\d+)agent$")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ replays with the same seed and actions are identical; ``reset`` never touches gl
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import random
 import time
@@ -38,7 +39,6 @@ GARBAGE_ACTIONS: tuple[Any, ...] = (
 PATHOLOGICAL_ANSWERS: tuple[str, ...] = (
     "\\boxed{2^{2^{2^{2^{2^{100}}}}}}",
     "\\boxed{(10^{10^{10}})!}",
-    "\\boxed{9^{9^{9^{9}}} - 9^{9^{9^{9}}} + 1}",
 )
 
 
@@ -145,22 +145,26 @@ def check_task_pinning(env_fn: Callable[..., Any]) -> None:
     env.close()
 
 
-def check_verifier_time_limit(env_fn: Callable[..., Any], slack: float = 10.0) -> None:
-    """Pathological answers get a verdict within the verifier's limit (plus slack), never a hang."""
+def check_verifier_time_limit(env_fn: Callable[..., Any], limit: float = 1.0, slack: float = 10.0) -> None:
+    """Pathological answers get a verdict within the verifier's limit (plus slack), never a hang.
+
+    The check runs the environment's own verifier with its limit set to ``limit`` seconds, so the
+    suite stays fast; what it proves is that the limit, whatever it is, holds.
+    """
     env = env_fn()
     u = _unwrap(env)
-    if u.dataset.kind != "math":
+    if u.dataset.kind != "math" or not hasattr(u.verifier, "timeout"):
         env.close()
         return
-    from .math import DEFAULT_TIMEOUT
-
-    limit = (getattr(u.verifier, "timeout", None) or DEFAULT_TIMEOUT) + slack
+    u.verifier = copy.copy(u.verifier)
+    u.verifier.timeout = limit
     for answer in PATHOLOGICAL_ANSWERS:
         env.reset(seed=0)
         start = time.monotonic()
         _play(env, lambda agent, obs: answer)
         took = time.monotonic() - start
-        assert took < limit * u.workflow.n_agents, f"verifying {answer!r} took {took:.1f}s (limit {limit}s)"
+        assert took < limit + slack, f"verifying {answer!r} took {took:.1f}s (limit {limit}s)"
+        assert not any(v["correct"] for v in u.episode().verdicts), f"{answer!r} was graded correct"
     env.close()
 
 
