@@ -25,6 +25,7 @@ import importlib.util
 import json
 import re
 import sys
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -76,10 +77,17 @@ def _read_jsonl(path: Path) -> list[Any]:
 # ----------------------------------------------------------------------------- HumanEval
 
 
+def _parse(source: str, mode: str = "exec") -> ast.AST:
+    """ast.parse without the invalid-escape warnings upstream sources trigger."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+        return ast.parse(source, mode=mode)
+
+
 def _docstring_examples(prompt: str, entry_point: str) -> list[str]:
     """``assert`` lines from the examples in the entry point's docstring (literal results only)."""
     try:
-        tree = ast.parse(prompt)
+        tree = _parse(prompt)
     except SyntaxError:
         return []
     doc = next((ast.get_docstring(n) or "" for n in ast.walk(tree)
@@ -96,7 +104,7 @@ def _docstring_examples(prompt: str, entry_point: str) -> list[str]:
     asserts = []
     for call, want in pairs:
         try:
-            expr = ast.parse(call, mode="eval").body
+            expr = _parse(call, mode="eval").body
             ast.literal_eval(want)
         except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
             continue
@@ -156,12 +164,12 @@ def mbpp_entry_point(test: str, code: str = "") -> str | None:
     """The function a MBPP test calls: a function defined in ``code`` that the test calls,
     else the first called name that is not a builtin or a standard-library module."""
     try:
-        tree = ast.parse(test)
+        tree = _parse(test)
     except SyntaxError:
         return None
     called = [n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
     try:
-        defined = {n.name for n in ast.parse(code).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        defined = {n.name for n in _parse(code).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     except SyntaxError:
         defined = set()
     for name in called:

@@ -61,16 +61,22 @@ class TestReport:
             return 1.0 if self.outcome == "pass" else 0.0
         return self.passed / self.total
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, sources: bool = True) -> dict[str, Any]:
+        """JSON-friendly form; ``sources=False`` leaves the tests' source text out."""
+        details = [d.to_dict() for d in self.details]
+        if not sources:
+            details = [{k: v for k, v in d.items() if k != "source"} for d in details]
         return {
             "outcome": self.outcome, "passed": self.passed, "total": self.total, "score": self.score,
             "reason": self.reason, "backend": self.backend, "elapsed": self.elapsed,
-            "reward": self.reward, "tests": self.which,
-            "details": [d.to_dict() for d in self.details], **self.extra,
+            "reward": self.reward, "tests": self.which, "details": details, **self.extra,
         }
 
     def to_verdict(self) -> Verdict:
-        """This report as a :class:`Verdict` (``answer`` is the extracted program)."""
+        """This report as a :class:`Verdict` (``answer`` is the extracted program).
+
+        ``details`` carries per-test outcomes but not the tests' source, so hidden tests never
+        travel in an environment's ``infos``."""
         return Verdict(
             correct=self.outcome == "pass",
             answer=self.program,
@@ -78,7 +84,7 @@ class TestReport:
             score=self.score,
             elapsed=self.elapsed,
             infra_error=self.outcome == "infra_error",
-            details={k: v for k, v in self.to_dict().items() if k != "elapsed"},
+            details={k: v for k, v in self.to_dict(sources=False).items() if k != "elapsed"},
         )
 
 

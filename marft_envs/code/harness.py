@@ -37,6 +37,7 @@ import json
 import secrets
 import sys
 import threading
+import warnings
 from functools import lru_cache
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -476,7 +477,9 @@ def _compile_tests(tests: tuple[str, ...], trusted: set[str], entry_point: str |
     units: list[_Unit] = []
     modules, checks, names = [], [], set()
     for i, src in enumerate(tests):
-        tree = ast.parse(src, filename=f"<test {i}>")
+        with warnings.catch_warnings():  # upstream tests have invalid escapes ('\d' in strings)
+            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+            tree = ast.parse(src, filename=f"<test {i}>")
         check_defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check" and n.args.args]
         for node in check_defs:
             # HumanEval style: each top-level statement of check's body is a test; the
@@ -494,7 +497,9 @@ def _compile_tests(tests: tuple[str, ...], trusted: set[str], entry_point: str |
         names |= _loaded_names(tree)
         tree = _SoftAsserts().visit(tree)
         ast.fix_missing_locations(tree)
-        modules.append(compile(tree, f"<test {i}>", "exec"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+            modules.append(compile(tree, f"<test {i}>", "exec"))
     return _TestProgram(modules, units, checks, names)
 
 
