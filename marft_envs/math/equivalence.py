@@ -20,6 +20,7 @@ from typing import Callable
 
 from . import structure as st
 from .evaluate import TooHard, Undefined, divide, evaluate, sample_point, values_equal
+from .magnitude import clearly_different
 from .latex import LatexError, Tree, free_symbols, has_decimal, parse_latex
 
 EXACT, NUMERIC, SYMBOLIC = "exact", "numeric", "symbolic"
@@ -67,6 +68,31 @@ def _point_equal(ta: Tree, tb: Tree, env, approximate: bool) -> bool | None:
         return None
 
 
+def _with_opaque_parts(ta: Tree, tb: Tree, names, approximate: bool) -> bool | None:
+    """Compare with every too-hard subtree replaced by an unknown (see ``evaluate``).
+
+    Equal at every point means equal whatever the unknowns are. Different only
+    counts when neither side's value depends on the unknowns.
+    """
+    va, vb = [], []
+    for k in range(SAMPLE_POINTS):
+        env = sample_point(names, k) if names else {}
+        try:
+            va.append(evaluate(ta, env, opaque=k))
+            vb.append(evaluate(tb, env, opaque=k))
+        except _UNDECIDED:
+            return None
+    try:
+        if all(values_equal(x, y, approximate) is True for x, y in zip(va, vb)):
+            return True
+        if names:
+            return None
+        constant = all(values_equal(v[0], x, False) is True for v in (va, vb) for x in v[1:])
+        return values_equal(va[0], vb[0], approximate) if constant else None
+    except _UNDECIDED:
+        return None
+
+
 class NumericJudge:
     """Leaf comparisons without sympy: bounded, in-process, never hangs."""
 
@@ -89,7 +115,13 @@ class NumericJudge:
             results.append(_point_equal(ta, tb, env, approximate))
             if results[-1] is False:
                 return False, method
-        return (True if all(r is True for r in results) else None), method
+        if all(r is True for r in results):
+            return True, method
+        # Too big to evaluate: settle huge constants by size, or by treating the huge parts
+        # as unknowns (sound for "equal" only); the rest goes to sympy.
+        if not names and clearly_different(ta, tb):
+            return False, NUMERIC
+        return _with_opaque_parts(ta, tb, names, approximate), method
 
     def equation(self, a: st.Equation, b: st.Equation) -> Outcome:
         try:

@@ -232,11 +232,23 @@ def _prod(values: list[Value]) -> Value:
     return out
 
 
-def evaluate(tree: Tree, env: Mapping[str, Value] | None = None) -> Value:
+def evaluate(tree: Tree, env: Mapping[str, Value] | None = None, opaque: int | None = None) -> Value:
     """The value of ``tree`` with variables taken from ``env``.
 
     Raises ``TooHard`` (ask sympy) or ``Undefined`` (no value, e.g. 1/0 or a free variable).
+    With ``opaque=k``, every subtree too hard to evaluate is instead given a pseudo-random
+    value (fixed per subtree and k), like a free variable: ``S - S + 1`` is then 1 for any S.
     """
+    if opaque is None:
+        return _node(tree, env, None)
+    try:
+        return _node(tree, env, opaque)
+    except TooHard:
+        h = zlib.crc32(f"{tree!r}:{opaque}".encode()) / 2**32
+        return CTX.mpf(h) * 2 + CTX.mpf(1) / 2 + CTX.sqrt(opaque + 5) / 1000
+
+
+def _node(tree: Tree, env: Mapping[str, Value] | None, opaque: int | None) -> Value:
     kind = tree[0]
     if kind == "n":
         return _exact(tree[1])
@@ -247,17 +259,17 @@ def evaluate(tree: Tree, env: Mapping[str, Value] | None = None) -> Value:
             raise Undefined(f"free variable {tree[1]}")
         return env[tree[1]]
     if kind == "+":
-        return _checked(_sum([evaluate(t, env) for t in tree[1]]))
+        return _checked(_sum([evaluate(t, env, opaque) for t in tree[1]]))
     if kind == "*":
-        return _prod([evaluate(t, env) for t in tree[1]])
+        return _prod([evaluate(t, env, opaque) for t in tree[1]])
     if kind == "neg":
-        return -evaluate(tree[1], env)
+        return -evaluate(tree[1], env, opaque)
     if kind == "/":
-        return _checked(divide(evaluate(tree[1], env), evaluate(tree[2], env)))
+        return _checked(divide(evaluate(tree[1], env, opaque), evaluate(tree[2], env, opaque)))
     if kind == "^":
-        return _checked(_power(evaluate(tree[1], env), evaluate(tree[2], env)))
+        return _checked(_power(evaluate(tree[1], env, opaque), evaluate(tree[2], env, opaque)))
     if kind == "f":
-        args = [evaluate(t, env) for t in tree[2]]
+        args = [evaluate(t, env, opaque) for t in tree[2]]
         return _checked(_FUNCTIONS[tree[1]](*args))
     raise Undefined(f"unknown node {kind}")
 
