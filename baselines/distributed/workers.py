@@ -1,0 +1,298 @@
+"""Where rollout work runs: a :class:`WorkerGroup` of environment shards.
+
+A worker group looks like one :class:`marft_envs.VectorFlexEnv` to the training loop (``reset``,
+``next_batch``, ``step``, ``run``, ``num_envs``, ``possible_agents``, ``close``), so
+:func:`baselines.core.rollout.collect` never knows where the environments live. Behind it the
+``num_envs`` environments are split into contiguous shards; each shard is an :class:`EnvShard`
+(its own ``VectorFlexEnv``) that steps its environments, verifiers and sandbox executions
+included. :class:`InProcessWorkerGroup` calls the shards one after the other in this process;
+:class:`~baselines.distributed.ray_group.RayWorkerGroup` runs each shard in a Ray actor, so
+shards step in parallel across cores and machines.
+
+Equivalence: shard ``s`` holds global environments ``offset_s .. offset_s + n_s - 1`` and resets
+environment ``i`` with ``seed + i``, exactly as one ``VectorFlexEnv`` would; the group picks the
+batch's agent with the same rule over the summed counts. So for the same seeds and policy every
+group (any shard count, any transport) plays the same episodes in the same order.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from marft_envs import Batch, Episode, FlexMGEnv, VectorFlexEnv, make, spec
+from marft_envs.vector import Policy
+
+EnvFn = Callable[[], FlexMGEnv]
+
+
+class WorkerError(RuntimeError):
+    """An environment worker died or stopped answering and the rollout cannot go on.
+
+    Raised instead of returning a partial batch: a rollout either completes with every
+    environment stepped, or fails with this error and nothing of it reaches training.
+    """
+
+
+def split_evenly(total: int, parts: int) -> list[tuple[int, int]]:
+    """``(offset, size)`` of ``parts`` contiguous shards of ``total`` items, sizes differing by <= 1."""
+    if parts < 1:
+        raise ValueError(f"need at least one shard, got {parts}")
+    if total < parts:
+        raise ValueError(f"cannot split {total} environments over {parts} workers: "
+                         f"use num_workers <= num_envs")
+    base, extra = divmod(total, parts)
+    out, offset = [], 0
+    for k in range(parts):
+        size = base + (k < extra)
+        out.append((offset, size))
+        offset += size
+    return out
+
+
+def env_factory(env_id: str, **overrides: Any) -> EnvFn:
+    """A picklable factory for ``env_id`` with ``overrides``.
+
+    The spec is resolved here, in the driver, so environments registered only in the driver
+    process (``marft_envs.register`` in user code) also build inside remote workers.
+    """
+    env_spec = spec(env_id)
+    return _Factory(env_spec, overrides)
+
+
+@dataclass
+class _Factory:
+    env_spec: Any
+    overrides: dict[str, Any]
+
+    def __call__(self) -> FlexMGEnv:
+        return make(self.env_spec, **self.overrides)
+
+
+@dataclass
+class ShardStep:
+    """What a shard returns from a step: finished episodes (in index order) and who waits now."""
+
+    episodes: list[Episode]
+    waiting: dict[str, int]
+
+
+class EnvShard:
+    """A contiguous slice of the group's environments, stepped by one worker.
+
+    Indices at this interface are local (``0 .. num_envs - 1``); the group adds the offset.
+    Plain Python, so the same class runs in-process and inside a Ray actor.
+    """
+
+    def __init__(self, env_fn: EnvFn, num_envs: int, offset: int):
+        self.offset = offset
+        self.venv = VectorFlexEnv([env_fn] * num_envs)
+
+    def ready(self) -> list[str]:
+        """The agent ids (also a cheap liveness probe once the environments are built)."""
+        return list(self.venv.possible_agents)
+
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+    def reset(self, seed: int | None, options: Sequence[dict[str, Any] | None] | None) -> dict[str, int]:
+        """Reset with the group seed (this shard's environment ``i`` gets ``seed + offset + i``)."""
+        self.venv.reset(seed=None if seed is None else seed + self.offset, options=options)
+        return dict(self.venv.waiting())
+
+    def batch(self, agent: str) -> Batch:
+        """The local batch of environments waiting on ``agent`` (indices local to the shard)."""
+        return self.venv.next_batch(agent)
+
+    def step(self, agent: str, indices: list[int], actions: list[Any]) -> ShardStep:
+        """Apply ``actions`` to local environments ``indices`` (all waiting on ``agent``)."""
+        stub = Batch(agent, list(indices), [], [], [])
+        episodes = self.venv.step(stub, actions)
+        return ShardStep(episodes, dict(self.venv.waiting()))
+
+    def close(self) -> None:
+        self.venv.close()
+
+
+@dataclass
+class _ShardLog:
+    """Driver-side record of a shard since its last reset (what a replacement replays)."""
+
+    seed: int | None = None
+    options: list | None = None
+    steps: list[tuple[str, list[int], list[Any]]] = field(default_factory=list)
+    waiting: dict[str, int] | None = None  # None until the reset has completed
+
+
+class WorkerGroup(ABC):
+    """Environments split over workers, presented as one vector environment.
+
+    Subclasses say only how to call the shards (:meth:`_call`); batching by agent id, seeding,
+    index bookkeeping and the ordering of finished episodes live here, once.
+    """
+
+    def __init__(self, env_fn: EnvFn, num_envs: int, num_workers: int, seed: int | None = None):
+        self.env_fn = env_fn
+        self.seed = seed
+        self.shards = split_evenly(num_envs, num_workers)
+        self._logs = [_ShardLog() for _ in self.shards]
+        self._ready = False
+        self.possible_agents: list[str] = []
+
+    # -- what a subclass provides ------------------------------------------------------------
+
+    @abstractmethod
+    def _call(self, calls: dict[int, tuple[str, tuple]]) -> dict[int, Any]:
+        """Run ``calls[shard] = (method, args)`` on those shards; return each shard's result.
+
+        Must return a result for every requested shard or raise (never a partial dict).
+        """
+
+    def close(self) -> None:
+        """Release the workers."""
+
+    # -- the VectorFlexEnv surface -----------------------------------------------------------
+
+    @property
+    def num_envs(self) -> int:
+        return sum(size for _, size in self.shards)
+
+    @property
+    def num_workers(self) -> int:
+        return len(self.shards)
+
+    def reset(self, seed: int | None = None, options: Sequence[dict[str, Any] | None] | None = None) -> None:
+        """Reset every environment; global environment ``i`` gets seed ``seed + i``."""
+        seed = self.seed if seed is None else seed
+        if options is not None and len(options) != self.num_envs:
+            raise ValueError(f"options must have one entry per environment ({self.num_envs}), got {len(options)}")
+        calls = {}
+        for s, (offset, size) in enumerate(self.shards):
+            opts = None if options is None else list(options[offset:offset + size])
+            self._logs[s] = _ShardLog(seed, opts)
+            calls[s] = ("reset", (seed, opts))
+        for s, waiting in self._call(calls).items():
+            self._logs[s].waiting = waiting
+        self._ready = True
+
+    def waiting(self) -> Counter[str]:
+        """How many environments wait on each agent id, over all shards."""
+        self._require_reset()
+        total: Counter[str] = Counter()
+        for log in self._logs:
+            total.update(log.waiting or {})
+        return +total
+
+    def next_batch(self, agent: str | None = None) -> Batch:
+        """The batch for ``agent`` or for the agent most environments wait on (VectorFlexEnv's rule)."""
+        counts = self.waiting()
+        if agent is None:
+            agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
+        calls = {s: ("batch", (agent,)) for s, log in enumerate(self._logs) if (log.waiting or {}).get(agent)}
+        if not calls:
+            raise ValueError(f"No environment waits on {agent!r}; waiting: {dict(counts)}")
+        parts = self._call(calls)
+        merged = Batch(agent, [], [], [], [])
+        for s in sorted(parts):
+            part, offset = parts[s], self.shards[s][0]
+            merged.env_indices += [offset + i for i in part.env_indices]
+            merged.observations += part.observations
+            merged.messages += part.messages
+            merged.states += part.states
+        return merged
+
+    def step(self, batch: Batch, actions: Sequence[Any]) -> list[Episode]:
+        """Apply one action per environment of ``batch``; the finished episodes, in index order."""
+        self._require_reset()
+        if len(actions) != len(batch.env_indices):
+            raise ValueError(f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments")
+        per_shard: dict[int, tuple[list[int], list[Any]]] = {}
+        for i, action in zip(batch.env_indices, actions):
+            s = self._shard_of(i)
+            local, acts = per_shard.setdefault(s, ([], []))
+            local.append(i - self.shards[s][0])
+            acts.append(action)
+        results = self._call({s: ("step", (batch.agent, idx, acts)) for s, (idx, acts) in per_shard.items()})
+        finished: list[Episode] = []
+        for s in sorted(results):
+            self._logs[s].steps.append((batch.agent, *per_shard[s]))
+            self._logs[s].waiting = results[s].waiting
+            finished += results[s].episodes
+        return finished
+
+    def run(self, policy: Policy, num_episodes: int) -> list[Episode]:
+        """Play until ``num_episodes`` episodes finished; ``policy(agent, observations) -> actions``."""
+        if not self._ready:
+            self.reset()
+        episodes: list[Episode] = []
+        while len(episodes) < num_episodes:
+            batch = self.next_batch()
+            episodes += self.step(batch, list(policy(batch.agent, batch.observations)))
+        return episodes[:num_episodes]
+
+    def __enter__(self) -> "WorkerGroup":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _shard_of(self, index: int) -> int:
+        for s, (offset, size) in enumerate(self.shards):
+            if offset <= index < offset + size:
+                return s
+        raise IndexError(f"environment index {index} out of range 0..{self.num_envs - 1}")
+
+    def _require_reset(self) -> None:
+        if not self._ready:
+            raise RuntimeError(f"Call reset() before stepping a {type(self).__name__}")
+
+
+class InProcessWorkerGroup(WorkerGroup):
+    """Every shard in this process, called one after the other (the default; no dependencies).
+
+    With one worker (the default) it behaves exactly like ``VectorFlexEnv``.
+    """
+
+    def __init__(self, env_fn: EnvFn, num_envs: int, num_workers: int = 1, seed: int | None = None):
+        super().__init__(env_fn, num_envs, num_workers, seed)
+        self._shards = [EnvShard(env_fn, size, offset) for offset, size in self.shards]
+        self.possible_agents = self._shards[0].ready()
+
+    def _call(self, calls: dict[int, tuple[str, tuple]]) -> dict[int, Any]:
+        return {s: getattr(self._shards[s], method)(*args) for s, (method, args) in calls.items()}
+
+    def close(self) -> None:
+        for shard in self._shards:
+            shard.close()
+
+
+WORKER_KINDS = ("inprocess", "ray")
+
+
+def make_worker_group(kind: str, env_id: str, num_envs: int, *, num_workers: int = 1,
+                      seed: int | None = None, ray_options: dict[str, Any] | None = None,
+                      **overrides: Any) -> WorkerGroup:
+    """Build a worker group of ``num_envs`` copies of ``env_id`` (``make`` ``overrides`` applied).
+
+    ``kind`` is ``"inprocess"`` (default, no extra dependencies) or ``"ray"`` (extra ``ray``; joins
+    the running Ray cluster or starts a local one). ``ray_options`` go to
+    :class:`~baselines.distributed.ray_group.RayWorkerGroup` (timeouts, restarts, resources).
+    """
+    if num_envs < 1:
+        raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+    env_fn = env_factory(env_id, **overrides)
+    if kind == "inprocess":
+        if ray_options:
+            raise ValueError("ray_options given for an in-process worker group")
+        return InProcessWorkerGroup(env_fn, num_envs, num_workers, seed)
+    if kind == "ray":
+        from .ray_group import RayWorkerGroup
+
+        return RayWorkerGroup(env_fn, num_envs, num_workers, seed, **(ray_options or {}))
+    raise ValueError(f"unknown worker group kind {kind!r}; valid: {', '.join(WORKER_KINDS)}")
