@@ -23,6 +23,7 @@ The rules (documented in ``docs/leaderboard.md``):
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from leaderboard.schema import Bundle
 SAFE_OVERRIDES = frozenset({"split", "horizon", "feedback", "reward_to", "seed", "stop_on_correct"})
 """``make()`` keyword arguments a bundle may set differently from the registered spec."""
 
-IGNORED_KWARGS = frozenset({"data_dir", "render_mode"})
+IGNORED_KWARGS = frozenset({"data_dir", "render_mode", "sandbox"})
 """Submitter-machine settings: the server uses its own (the dataset hash pins the content)."""
 
 INFRA_RETRIES = 2
@@ -107,6 +108,18 @@ def overrides_for(bundle: Bundle, registered_kwargs: Mapping[str, Any]) -> dict[
     return {k: kwargs[k] for k in changed if k in kwargs}
 
 
+def _applicable(spec: Any, server_overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The server overrides this spec's entry point accepts (``sandbox`` only means something to code envs)."""
+    from marft_envs.registry import accepted_kwargs
+
+    entry = spec.entry_point
+    if isinstance(entry, str):
+        module, _, attr = entry.partition(":")
+        entry = getattr(importlib.import_module(module), attr)
+    valid = accepted_kwargs(entry)
+    return {k: v for k, v in server_overrides.items() if valid is None or k in valid}
+
+
 def build_env(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None) -> Any:
     """Rebuild the bundle's environment (registered spec + safe overrides + server overrides)."""
     import marft_envs
@@ -115,7 +128,7 @@ def build_env(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None)
         spec = marft_envs.spec(bundle.env_id)
     except KeyError as e:
         raise BundleRejected(str(e.args[0]) if e.args else f"unknown env id {bundle.env_id!r}") from None
-    overrides = {**overrides_for(bundle, spec.kwargs), **(server_overrides or {})}
+    overrides = {**overrides_for(bundle, spec.kwargs), **_applicable(spec, server_overrides or {})}
     try:
         return marft_envs.make(bundle.env_id, **overrides)
     except (TypeError, ValueError, KeyError) as e:

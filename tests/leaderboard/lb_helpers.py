@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -32,13 +33,15 @@ def play_bundle(
     method: str = "marft",
     model: str = "scripted-oracle",
     claimed_score: float | None = None,
+    respond: Callable[[str, object, int], str] | None = None,
     **env_kwargs: object,
 ) -> Bundle:
     """Play the first ``n_tasks`` tasks of ``env_id`` once per seed with a scripted team.
 
-    Every agent ends its response with a boxed answer: the reference for task ``i`` when
-    ``correct(i)``, else ``wrong``. Episodes go through the real environment (reset,
-    agent_iter, step) and ``Bundle.from_episodes``, exactly as a trainer would.
+    By default every agent ends its response with a boxed answer: the reference for task
+    ``i`` when ``correct(i)``, else ``wrong``; ``respond(agent, task, i)`` replaces that
+    (code tasks). Episodes go through the real environment (reset, agent_iter, step) and
+    ``Bundle.from_episodes``, exactly as a trainer would.
     """
     env = marft_envs.make(env_id, **env_kwargs)
     ids = env.unwrapped.dataset.ids[:n_tasks]
@@ -46,10 +49,14 @@ def play_bundle(
     for seed in seeds:
         for i, task_id in enumerate(ids):
             env.reset(seed=seed, options={"task_id": task_id})
-            answer = env.unwrapped.task.answer if correct(i) else "wrong"
+            task = env.unwrapped.task
+            answer = task.answer if correct(i) else "wrong"
             for agent in env.agent_iter():
                 _, _, term, trunc, _ = env.last()
-                env.step(None if term or trunc else answer_text(agent, answer))
+                if term or trunc:
+                    env.step(None)
+                else:
+                    env.step(respond(agent, task, i) if respond else answer_text(agent, answer))
             episodes.append(env.episode())
     env.close()
     return Bundle.from_episodes(
@@ -93,6 +100,12 @@ class LiveServer:
             self.proc.wait()
 
 
+def sandbox_backend() -> str:
+    """The code sandbox the test server re-grades with: bubblewrap, or (only where it is
+    missing) the non-isolating subprocess backend."""
+    return "bwrap" if shutil.which("bwrap") else "subprocess"
+
+
 def start_server(tmp: Path, *extra: str) -> LiveServer:
     """Start the server with uvicorn in a background process and wait until it answers."""
     db_url = f"sqlite:///{tmp / 'leaderboard.db'}"
@@ -100,7 +113,7 @@ def start_server(tmp: Path, *extra: str) -> LiveServer:
     log = tmp / "server.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "leaderboard.cli", "serve", "--db", db_url, "--port", str(port),
-         "--log-level", "warning", *extra],
+         "--log-level", "warning", "--sandbox", sandbox_backend(), *extra],
         cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT, env={**os.environ},
     )
     url = f"http://127.0.0.1:{port}"

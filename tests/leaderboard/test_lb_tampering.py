@@ -159,3 +159,36 @@ def test_unknown_missing_and_revoked_tokens_are_refused(server, token, honest_bu
     _rejected(server, "", honest_bundle, 401, "missing submission token")
     _rejected(server, doomed, honest_bundle, 403, "revoked")
     assert db.row_counts() == before
+
+
+# ------------------------------------------------------------- code programs
+
+HONEST_ADD = "def add(a, b):\n    return a + b\n"
+FAKE_PASSES = {
+    "exit-early": "import os\nos._exit(0)\n",
+    "sys-exit": "import sys\nsys.exit(0)\n",
+    "print-pass-marker": "print('PASS')\nprint('OK: 4/4 tests passed')\nimport sys\nsys.exit(0)\n",
+    "patch-assert": (
+        "import builtins\nclass _Any:\n    def __eq__(self, other):\n        return True\n"
+        "def add(a, b):\n    return _Any()\n"
+    ),
+}
+
+
+def _code_bundle(program: str, model: str) -> Bundle:
+    def respond(agent: str, task, i: int) -> str:
+        if agent.startswith("planner"):
+            return "Plan: implement the function exactly as specified."
+        return f"Here is the program:\n```python\n{program}```"
+
+    return play_bundle("code-2agent", n_tasks=1, respond=respond, model=model, claimed_score=1.0)
+
+
+def test_honest_program_passes_in_the_sandbox(server, token) -> None:
+    assert _submit(server, token, _code_bundle(HONEST_ADD, "honest-coder"))["verified_score"] == 1.0
+
+
+@pytest.mark.parametrize("trick", sorted(FAKE_PASSES))
+def test_programs_that_fake_a_pass_score_zero(server, token, trick: str) -> None:
+    result = _submit(server, token, _code_bundle(FAKE_PASSES[trick], f"faker-{trick}"))
+    assert result["verified_score"] == 0.0 and result["claimed_score"] == 1.0
