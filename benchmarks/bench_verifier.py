@@ -6,6 +6,8 @@ Prints, for each verifier: accuracy overall and per category on the labelled set
 (tests/data/math_equivalence.jsonl), false "equal" verdicts on the negatives,
 pairs/second, the worst single pair; then ours/math-verify ratios, and the time
 each takes on a few pathological pairs (sympy hangs) against our time limit.
+If the MATH-500 file is present (MARFT_DATA_DIR or ../shared/data), both also
+grade its 500 reference solutions against their answers.
 
 Both run one pair at a time in the main thread (math-verify's own timeouts use
 signals and need the main thread). Our worker pool is started before timing
@@ -16,11 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections import defaultdict
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "math_equivalence.jsonl"
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "math_equivalence.jsonl"
+DATA_DIR = Path(os.environ.get("MARFT_DATA_DIR", ROOT.parent / "shared" / "data"))
+MATH500 = DATA_DIR / "math" / "math500_test.jsonl"
 TOWER = "2^{2^{2^{2^{2^{100}}}}}"
 PATHOLOGICAL = [  # the first two are settled by size bounds; the rest need sympy, which hangs
     (f"\\boxed{{{TOWER}}}", "3"),
@@ -48,7 +54,7 @@ def math_verify(pred: str, gold: str, timeout: float) -> bool:
         pred = f"${pred}$"
     try:
         return bool(verify(parse(f"${gold}$"), parse(pred), timeout_seconds=int(timeout)))
-    except Exception:
+    except Exception:  # noqa: BLE001
         return False
 
 
@@ -109,6 +115,16 @@ def main() -> None:
           f"accuracy {a['correct'] - b['correct']:+d} pairs, "
           f"worst pair {a['worst'] / b['worst']:.2f}x, "
           f"false-equal {len(a['false_equal'])} vs {len(b['false_equal'])}")
+
+    if MATH500.exists():  # real data: each reference solution (its last \boxed) vs its answer
+        m500 = [json.loads(line) for line in MATH500.read_text().splitlines() if line.strip()]
+        m500 = [{"category": r["subject"], "gold": r["answer"], "prediction": r["solution"],
+                 "equal": True} for r in m500]
+        print(f"\nMATH-500 ({len(m500)} reference solutions vs their answers; all should be equal):")
+        for res in (run("ours", ours, m500, 1, args.timeout),
+                    run("math-verify", math_verify, m500, 1, args.timeout)):
+            print(f"  {res['name']:<12} {res['correct']}/{res['n']} = {res['correct'] / res['n']:.1%}"
+                  f"  {res['pps']:.1f} pairs/s  worst pair {res['worst'] * 1000:.1f} ms")
 
     print(f"\npathological pairs (time limit {args.timeout:g}s):")
     for pred, gold in PATHOLOGICAL:

@@ -15,13 +15,13 @@ An outcome is ``(equal, method)`` with equal in {True, False, None} and method i
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Callable
 
 from . import structure as st
 from .evaluate import TooHard, Undefined, divide, evaluate, sample_point, values_equal
-from .magnitude import clearly_different
 from .latex import LatexError, Tree, free_symbols, has_decimal, parse_latex
+from .magnitude import clearly_different
 
 EXACT, NUMERIC, SYMBOLIC = "exact", "numeric", "symbolic"
 _RANK = {EXACT: 0, NUMERIC: 1, SYMBOLIC: 2}

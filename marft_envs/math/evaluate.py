@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Mapping
 from fractions import Fraction
-from typing import Mapping, Union
+from typing import Union
 
 import mpmath
 

@@ -161,8 +161,7 @@ def normalize(answer: str) -> str:
     s = _SPACE.sub(" ", s)
     s = _USELESS_SPACE.sub("", s).strip()
     s = s.rstrip(".").strip()
-    if s.startswith("+"):
-        s = s[1:]
+    s = s.removeprefix("+")
     m = _SINGLE_TOKEN_PARENS.match(s)
     if m:
         s = m.group(1)

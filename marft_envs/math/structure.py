@@ -86,7 +86,7 @@ _VAR = re.compile(
     r"^(?:[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+|[A-Za-z]\([^()]*\)|\([A-Za-z](?:,[A-Za-z])+\))$"
 )
 _MATRIX = re.compile(
-    r"^\\begin\{(pmatrix|bmatrix|Bmatrix|matrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}$", re.S
+    r"^\\begin\{(pmatrix|bmatrix|Bmatrix|matrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}$", re.DOTALL
 )
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 

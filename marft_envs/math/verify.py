@@ -9,8 +9,9 @@ no IPC); only pairs they cannot decide go to the time-limited worker pool.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable
+from typing import Any
 
 from ..verdict import Verdict
 from .equivalence import fast_compare, full_compare
@@ -34,7 +35,7 @@ def _as_text(x: Any) -> str | None:
         return bytes(x).decode("utf-8", "replace")
     try:
         return str(x)
-    except Exception:
+    except Exception:  # noqa: BLE001
         return None
 
 
@@ -79,7 +80,7 @@ def _fast(prediction: Any, reference: Any, last_number_fallback: bool) -> Verdic
             return _Pending(start, answer, pred, ref)
         return _verdict(start, equal, answer, method if equal else "mismatch",
                         normalized=pred, reference=ref, method=method)
-    except Exception as e:  # a verifier bug must not crash a training run
+    except Exception as e:  # noqa: BLE001 - a verifier bug must not crash a training run
         return _verdict(start, False, None, "error", infra_error=True,
                         error=f"{type(e).__name__}: {e}"[:300])
 

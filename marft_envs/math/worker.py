@@ -25,8 +25,9 @@ import sys
 import threading
 import time
 import types
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any
 
 # forkserver: the server process imports sympy once and every worker (including the
 # replacement for a killed one) is forked from it, ready in milliseconds. Where it
@@ -78,7 +79,7 @@ def _serve(conn) -> None:
             reply = ("ok", fn(*args))
         except MemoryError:
             reply = ("error", "MemoryError: over the worker's memory limit")
-        except Exception as e:  # the job's failure is reported, the worker lives on
+        except Exception as e:  # noqa: BLE001 - the job's failure is reported, the worker lives on
             reply = ("error", f"{type(e).__name__}: {e}"[:500])
         try:
             conn.send(reply)
@@ -242,7 +243,7 @@ class WorkerPool:
         """Start a fresh worker for the one just killed, so the next call finds it warm."""
         try:
             worker = self._start_one()
-        except Exception:
+        except Exception:  # noqa: BLE001
             return
         if worker is not None:
             self._idle.put(worker)

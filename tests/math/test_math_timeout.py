@@ -45,7 +45,6 @@ def test_timeout_from_main_thread():
 def test_timeout_from_a_thread():
     out = []
     thread = threading.Thread(target=lambda: out.append(verify(TOWER, TOWER_REF, timeout=LIMIT)))
-    start = time.monotonic()
     thread.start()
     thread.join(LIMIT + SLACK)
     assert not thread.is_alive()
