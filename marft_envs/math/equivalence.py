@@ -27,6 +27,7 @@ EXACT, NUMERIC, SYMBOLIC = "exact", "numeric", "symbolic"
 _RANK = {EXACT: 0, NUMERIC: 1, SYMBOLIC: 2}
 SAMPLE_POINTS = 3
 _ZERO = Fraction(0)
+_ONE = Fraction(1)
 # Errors that mean "the cheap evaluation cannot decide", never "different".
 _UNDECIDED = (TooHard, Undefined, ArithmeticError, TypeError, ValueError, OverflowError)
 
@@ -68,12 +69,30 @@ def _point_equal(ta: Tree, tb: Tree, env, approximate: bool) -> bool | None:
         return None
 
 
+def _too_hard(tree: Tree, env) -> bool:
+    try:
+        evaluate(tree, env)
+    except TooHard:
+        return True
+    except _UNDECIDED:
+        return False
+    return False
+
+
+def _same_everywhere(values: list) -> bool:
+    return all(values_equal(values[0], v, False) is True for v in values[1:])
+
+
 def _with_opaque_parts(ta: Tree, tb: Tree, names, approximate: bool) -> bool | None:
     """Compare with every too-hard subtree replaced by an unknown (see ``evaluate``).
 
-    Equal at every point means equal whatever the unknowns are. Different only
-    counts when neither side's value depends on the unknowns.
+    Equal at every point means equal whatever the unknowns are. "Different" needs a
+    difference that does not depend on the unknowns: both sides constant and apart,
+    or a constant non-zero gap (``S`` vs ``S + 1``), or a constant ratio other than 1.
     """
+    env0 = sample_point(names, 0) if names else {}
+    if not (_too_hard(ta, env0) or _too_hard(tb, env0)):
+        return None  # nothing huge here: an ordinary undecided pair, sympy's business
     va, vb = [], []
     for k in range(SAMPLE_POINTS):
         env = sample_point(names, k) if names else {}
@@ -85,10 +104,16 @@ def _with_opaque_parts(ta: Tree, tb: Tree, names, approximate: bool) -> bool | N
     try:
         if all(values_equal(x, y, approximate) is True for x, y in zip(va, vb)):
             return True
-        if names:
-            return None
-        constant = all(values_equal(v[0], x, False) is True for v in (va, vb) for x in v[1:])
-        return values_equal(va[0], vb[0], approximate) if constant else None
+        gaps = [x - y for x, y in zip(va, vb)]
+        if _same_everywhere(gaps) and values_equal(gaps[0], _ZERO, False) is False:
+            return False
+        if all(values_equal(y, _ZERO, False) is False for y in vb):
+            ratios = [divide(x, y) for x, y in zip(va, vb)]
+            if _same_everywhere(ratios) and values_equal(ratios[0], _ONE, False) is False:
+                return False
+        if not names and _same_everywhere(va) and _same_everywhere(vb):
+            return values_equal(va[0], vb[0], approximate)
+        return None
     except _UNDECIDED:
         return None
 

@@ -9,8 +9,8 @@ import pytest
 from marft_envs.math import verify, verify_many, warmup
 
 TOWER = "2^{2^{2^{2^{2^{100}}}}}"
-# The in-process bounds settle TOWER vs 3 (far apart); TOWER vs TOWER+1 needs sympy, which hangs.
-TOWER_REF = TOWER + "+1"
+# In-process size bounds settle TOWER vs 3 and TOWER vs TOWER+1; this pair needs sympy, which hangs.
+TOWER_REF = "4^{2^{2^{2^{2^{99}}}}}"
 LIMIT = 1.0
 SLACK = 2.0  # generous: the bound is on the verdict arriving, not a speed measurement
 
@@ -52,11 +52,14 @@ def test_timeout_from_a_thread():
 
 
 def test_huge_factorial_times_out():
-    assert verify("\\boxed{(10^{8})!}", "(10^{8})!+1", timeout=LIMIT).reason == "timeout"
+    # Equal in truth, but only sympy could tell, and it would need (10^8+1)! first.
+    v = verify("\\boxed{(10^{8})!}", "\\frac{(10^{8}+1)!}{10^{8}+1}", timeout=LIMIT)
+    assert v.reason == "timeout"
 
 
 @pytest.mark.parametrize("pred, ref", [(TOWER, "3"), ("(10^{10^{10}})!", "5"), (TOWER, "0"),
-                                       ("9^{9^{9^{9}}} - 9^{9^{9^{9}}} + 1", "42")])
+                                       ("9^{9^{9^{9}}} - 9^{9^{9^{9}}} + 1", "42"), (TOWER, TOWER + "+1"),
+                                       ("2^{2^{100}}", "2\\cdot 2^{2^{100}}"), ("(10^{8})!", "(10^{8})!+1")])
 def test_huge_constants_are_settled_without_sympy(pred, ref):
     # Sizes (or cancelling huge parts) decide these in-process: no worker, no timeout.
     assert verify(pred, ref, timeout=LIMIT).reason == "mismatch"
