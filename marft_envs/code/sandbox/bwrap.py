@@ -131,9 +131,9 @@ def _ro_binds(layout: PythonLayout) -> list[str]:
             dirs.append(d)
     args += ["--ro-bind", shutil.which("prlimit") or "/usr/bin/prlimit", "/usr/bin/prlimit"]
     hidden = {os.path.realpath(s) for s in ("/usr/lib/python3/dist-packages", *layout.site_dirs)}
-    for site_dir in sorted(hidden):  # programs get the standard library only
+    for site_dir in sorted(hidden):  # programs get the standard library only: empty, read-only
         if os.path.isdir(site_dir) and any(_under(site_dir, d) for d in dirs):
-            args += ["--tmpfs", site_dir]
+            args += ["--perms", "0555", "--size", "4096", "--tmpfs", site_dir, "--remount-ro", site_dir]
     return args
 
 
@@ -196,11 +196,13 @@ class BwrapSandbox(Sandbox):
         args = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
                 "--new-session", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox"]
         args += _ro_binds(layout)
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(_SHM_BYTES), "--tmpfs", "/dev/shm"]
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(_SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         args += ["--bind", run_dir.work, WORK_DIR, "--bind", run_dir.tmp, "/tmp", "--chdir", WORK_DIR]
         if not run_dir.mounted:  # no host tmpfs: at least bound /tmp inside
             args += ["--size", str(int(self.limits.disk_mb) * MB), "--tmpfs", "/tmp"]
-        args += ["--clearenv"]
+        # The root is a tmpfs bwrap made to hold the mount points: make it read-only, or
+        # /x and /usr/x would be unbounded writable memory.
+        args += ["--remount-ro", "/", "--clearenv"]
         for key, value in env.items():
             args += ["--setenv", key, value]
         args += ["--", "/usr/bin/prlimit", *prlimit_args(self.limits), "--",

@@ -150,20 +150,23 @@ class DockerSandbox(Sandbox):
             if not closed:
                 self._all[c.id] = container
         if closed:  # close() ran while this container was starting
-            self._remove(container.id, container.sock)
+            self._remove(container)
             return
         self._pool.put(container)
 
-    def _remove(self, container_id: str, sock=None) -> None:
-        if sock is not None:
+    def _remove(self, container: _Container) -> None:
+        """Stop a container for good. The attach socket goes first: while it holds unread
+        output, the daemon cannot finish a kill. Closing it also makes the supervisor exit
+        (EOF on stdin), after which docker removes the container (auto_remove)."""
+        for close in (lambda: container.raw.shutdown(socket.SHUT_RDWR), container.raw.close, container.sock.close):
             try:
-                sock.close()
+                close()
             except OSError:
                 pass
         try:
-            self.client.api.remove_container(container_id, force=True)
+            self.client.api.kill(container.id)
         except Exception:
-            pass  # already gone
+            pass  # already exiting or gone: auto_remove finishes the job
 
     def _discard(self, container: _Container) -> None:
         """Remove a possibly tainted container and start a fresh one in the background."""
@@ -171,9 +174,9 @@ class DockerSandbox(Sandbox):
             self._all.pop(container.id, None)
             closed = self._closed
         if closed:
-            self._remove(container.id, container.sock)
+            self._remove(container)
             return
-        self._janitor.submit(self._remove, container.id, container.sock)
+        self._janitor.submit(self._remove, container)
         self._janitor.submit(self._spawn)
 
     def close(self) -> None:
@@ -184,7 +187,7 @@ class DockerSandbox(Sandbox):
             containers = list(self._all.values())
             self._all.clear()
         for c in containers:
-            self._remove(c.id, c.sock)
+            self._remove(c)
         self._janitor.shutdown(wait=True)
 
     # ------------------------------------------------------------------ run
@@ -350,7 +353,10 @@ def _remove_orphans(client) -> None:
         owner_host, _, pid = owner.rpartition(":")
         if owner_host == host and pid.isdigit() and not _alive(int(pid)):
             try:
-                client.api.remove_container(c["Id"], force=True)
+                if c.get("State") == "running":
+                    client.api.kill(c["Id"])  # auto_remove deletes it
+                else:
+                    client.api.remove_container(c["Id"], force=True)
             except Exception:
                 pass
 
