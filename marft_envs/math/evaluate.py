@@ -133,6 +133,34 @@ def _integer(x: Value, limit: int) -> int:
     return int(x)
 
 
+def _is_integer(x: Value) -> bool:
+    return isinstance(x, Fraction) and x.denominator == 1
+
+
+def _gamma_of(x: Value) -> Value:
+    """Gamma(x) for the factorial of a non-integer (x! = Gamma(x + 1))."""
+    m = _mp(x)
+    if abs(m) > MAX_FACTORIAL:
+        raise TooHard("argument too large")
+    return CTX.gamma(m)
+
+
+def _factorial(n: Value) -> Value:
+    if _is_integer(n) and n < 0:
+        raise Undefined("factorial of a negative integer")
+    if _is_integer(n):
+        return Fraction(math.factorial(_integer(n, MAX_FACTORIAL)))
+    return _gamma_of(_mp(n) + 1)
+
+
+def _binomial(n: Value, k: Value) -> Value:
+    if _is_integer(n) and _is_integer(k):
+        if k < 0 or k > n >= 0:
+            return Fraction(0)
+        return Fraction(math.comb(_integer(n, 5_000), _integer(k, 5_000)))
+    return _gamma_of(_mp(n) + 1) / (_gamma_of(_mp(k) + 1) * _gamma_of(_mp(n) - _mp(k) + 1))
+
+
 def _transcendental(name: str):
     fn = getattr(CTX, name)
 
@@ -193,8 +221,8 @@ _FUNCTIONS = {
     "Abs": _abs,
     "floor": _floor,
     "ceiling": _ceiling,
-    "factorial": lambda n: Fraction(math.factorial(_integer(n, MAX_FACTORIAL))),
-    "binomial": lambda n, k: Fraction(math.comb(_integer(n, 5_000), _integer(k, 5_000))),
+    "factorial": lambda n: _factorial(n),
+    "binomial": lambda n, k: _binomial(n, k),
     "sec": lambda x: 1 / _transcendental("cos")(x),
     "csc": lambda x: 1 / _transcendental("sin")(x),
     "cot": lambda x: 1 / _transcendental("tan")(x),
