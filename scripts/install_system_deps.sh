@@ -7,9 +7,12 @@ missing=()
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v prlimit >/dev/null 2>&1 || missing+=(util-linux)
+# bwrap runs programs as uid 65534 when started as root, so it needs an interpreter that
+# user can execute; a pyenv Python under /root is not one.
+[ -x /usr/bin/python3 ] || [ -x /usr/local/bin/python3 ] || missing+=(python3)
 
 if [ ${#missing[@]} -eq 0 ]; then
-    echo "install_system_deps: docker.io, bubblewrap and prlimit already present"
+    echo "install_system_deps: docker.io, bubblewrap, prlimit and a system python3 already present"
     exit 0
 fi
 

@@ -93,6 +93,7 @@ CASES = [
     Case("tmp_hog", "import tempfile, os\nd = tempfile.gettempdir()\ni = 0\nwhile True:\n"
          "    open(os.path.join(d, f't{i}'), 'wb').write(b'x' * 2**20)\n    i += 1\n", ERROR),
     Case("shm_hog", "i = 0\nwhile True:\n    open(f'/dev/shm/s{i}', 'wb').write(b'x' * 2**20)\n    i += 1\n", ERROR),
+    Case("inode_exhaustion", "i = 0\nwhile True:\n    open(f'e{i}', 'w').close()\n    i += 1\n", ERROR, timeout=20),
     Case("fd_exhaustion", "fs = []\nwhile True:\n    fs.append(open('main.py'))\n", ERROR, subprocess_ok=True),
     # ---- time
     Case("infinite_loop", "while True:\n    pass\n", TIMEOUT, subprocess_ok=True, timeout=SHORT),

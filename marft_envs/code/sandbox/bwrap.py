@@ -162,7 +162,7 @@ class _RunDir:
     def _mount(self, disk_mb: int) -> None:
         if _RunDir._libc is None:
             _RunDir._libc = ctypes.CDLL(None, use_errno=True)
-        opts = f"size={int(disk_mb) * MB},uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755".encode()
+        opts = f"size={int(disk_mb) * MB},nr_inodes=16384,uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755".encode()
         if _RunDir._libc.mount(b"tmpfs", self.base.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts) != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"cannot mount a tmpfs work dir at {self.base}: {os.strerror(err)}")

@@ -44,6 +44,8 @@ _OUTER_GRACE = 3.0
 #: Container memory on top of the program's limit (init, supervisor; tmpfs pages are added separately).
 _OVERHEAD_MB = 64
 _STDOUT, _STDERR = 1, 2
+#: Inodes per tmpfs: enough for any real program, few enough to wipe quickly.
+_INODES = 16384
 
 
 @dataclass
@@ -125,7 +127,7 @@ class DockerSandbox(Sandbox):
                 user="0:0",
                 network_mode="none",
                 read_only=True,
-                tmpfs={"/work": f"size={disk}m,mode=1777", "/tmp": f"size={disk}m,mode=1777"},
+                tmpfs={d: f"size={disk}m,mode=1777,nr_inodes={_INODES},noexec,nosuid,nodev" for d in ("/work", "/tmp")},
                 shm_size=MB,
                 mem_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
                 memswap_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
