@@ -91,9 +91,10 @@ def _slow(p: _Pending, timeout: float) -> Verdict:
         equal, method = get_pool().run(full_compare, p.pred, p.ref, timeout=timeout)
     except WorkerTimeout:
         return _verdict(p.start, False, p.answer, "timeout", timeout=timeout, **info)
-    except WorkerError as e:
+    except (WorkerError, OSError, RuntimeError, AssertionError) as e:
+        # AssertionError/RuntimeError: no worker can start here (a daemonic process, say)
         return _verdict(p.start, False, p.answer, "error", infra_error=True,
-                        error=str(e)[:300], **info)
+                        error=f"{type(e).__name__}: {e}"[:300], **info)
     return _verdict(p.start, equal, p.answer, method if equal else "mismatch",
                     method=method, **info)
 

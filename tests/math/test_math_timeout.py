@@ -90,3 +90,16 @@ def test_timeouts_in_verify_many_from_threads():
     assert len(results) == 2
     for r in results:
         assert [v.reason for v in r] == ["timeout", "exact", "timeout", "symbolic"]
+
+
+def _grade_in_daemon(_):
+    v = verify("2^{100001}/2", "2^{100000}", timeout=LIMIT)
+    return v.reason, v.infra_error
+
+
+def test_no_worker_possible_is_an_infrastructure_error():
+    # A multiprocessing.Pool worker is daemonic and may not start processes of its own.
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.map(_grade_in_daemon, [0]) == [("error", True)]
