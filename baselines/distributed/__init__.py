@@ -9,11 +9,23 @@ See docs/distributed.md.
 """
 
 from .workers import (
-    WORKER_KINDS, EnvShard, InProcessWorkerGroup, WorkerError, WorkerGroup, env_factory,
-    make_worker_group, split_evenly,
+    WORKER_KINDS,
+    EnvShard,
+    InProcessWorkerGroup,
+    WorkerError,
+    WorkerGroup,
+    env_factory,
+    make_worker_group,
+    split_evenly,
 )
 
 __all__ = [
-    "WORKER_KINDS", "EnvShard", "InProcessWorkerGroup", "WorkerError", "WorkerGroup", "env_factory",
-    "make_worker_group", "split_evenly",
+    "WORKER_KINDS",
+    "EnvShard",
+    "InProcessWorkerGroup",
+    "WorkerError",
+    "WorkerGroup",
+    "env_factory",
+    "make_worker_group",
+    "split_evenly",
 ]

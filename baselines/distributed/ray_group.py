@@ -17,6 +17,7 @@ ever returned to the loop.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -65,10 +66,20 @@ class RayWorkerGroup(WorkerGroup):
             new local one).
     """
 
-    def __init__(self, env_fn: EnvFn, num_envs: int, num_workers: int = 2, seed: int | None = None, *,
-                 call_timeout_s: float = 300.0, start_timeout_s: float = 120.0, max_restarts: int = 3,
-                 num_cpus: float = 1, actor_options: dict[str, Any] | None = None,
-                 address: str | None = None):
+    def __init__(
+        self,
+        env_fn: EnvFn,
+        num_envs: int,
+        num_workers: int = 2,
+        seed: int | None = None,
+        *,
+        call_timeout_s: float = 300.0,
+        start_timeout_s: float = 120.0,
+        max_restarts: int = 3,
+        num_cpus: float = 1,
+        actor_options: dict[str, Any] | None = None,
+        address: str | None = None,
+    ):
         super().__init__(env_fn, num_envs, num_workers, seed)
         if call_timeout_s <= 0 or start_timeout_s <= 0:
             raise ValueError("call_timeout_s and start_timeout_s must be > 0")
@@ -81,8 +92,12 @@ class RayWorkerGroup(WorkerGroup):
         self.start_timeout_s = start_timeout_s
         self.max_restarts = max_restarts
         self.restarts = 0
-        options = {"num_cpus": num_cpus, "max_restarts": 0, "scheduling_strategy": "SPREAD",
-                   **(actor_options or {})}
+        options = {
+            "num_cpus": num_cpus,
+            "max_restarts": 0,
+            "scheduling_strategy": "SPREAD",
+            **(actor_options or {}),
+        }
         self._actor_cls = ray.remote(EnvShard).options(**options)
         self._actors: list[Any] = [None] * self.num_workers
         agents = self._call({s: ("ready", ()) for s in range(self.num_workers)}, spawn=True)
@@ -97,7 +112,10 @@ class RayWorkerGroup(WorkerGroup):
         results: dict[int, Any] = {}
         pending = dict(calls)
         while pending:
-            refs = {s: getattr(self._actors[s], method).remote(*args) for s, (method, args) in pending.items()}
+            refs = {
+                s: getattr(self._actors[s], method).remote(*args)
+                for s, (method, args) in pending.items()
+            }
             timeout = self.start_timeout_s if spawn else self.call_timeout_s
             done, failed = self._gather(refs, timeout)
             results.update(done)
@@ -106,7 +124,9 @@ class RayWorkerGroup(WorkerGroup):
             pending = {s: calls[s] for s in failed}
         return results
 
-    def _gather(self, refs: dict[int, Any], timeout: float) -> tuple[dict[int, Any], dict[int, str]]:
+    def _gather(
+        self, refs: dict[int, Any], timeout: float
+    ) -> tuple[dict[int, Any], dict[int, str]]:
         """Results of the shards that answered in time; a reason for each one that did not."""
         ray = self._ray
         from ray.exceptions import GetTimeoutError, RayActorError, WorkerCrashedError
@@ -159,7 +179,9 @@ class RayWorkerGroup(WorkerGroup):
             replayed = [ray.get(ref, timeout=self.call_timeout_s) for ref in refs[1:]]
         except Exception as exc:  # noqa: BLE001 - any failure of the replacement is a failure
             # of this recovery; recurse, which counts another restart or gives up
-            return self._recover(s, f"{why}; then its replacement failed ({type(exc).__name__}: {exc})")
+            return self._recover(
+                s, f"{why}; then its replacement failed ({type(exc).__name__}: {exc})"
+            )
         if replayed:
             waiting = replayed[-1] if not log.steps else replayed[-1].waiting
             if waiting != log.waiting:
@@ -171,10 +193,8 @@ class RayWorkerGroup(WorkerGroup):
 
     def _kill(self, s: int) -> None:
         if self._actors[s] is not None:
-            try:
+            with contextlib.suppress(Exception):  # already gone
                 self._ray.kill(self._actors[s], no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
             self._actors[s] = None
 
     # -- the rest ----------------------------------------------------------------------------

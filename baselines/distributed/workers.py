@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from marft_envs import Batch, Episode, FlexMGEnv, VectorFlexEnv, make, spec
 from marft_envs.vector import Policy
@@ -41,8 +42,9 @@ def split_evenly(total: int, parts: int) -> list[tuple[int, int]]:
     if parts < 1:
         raise ValueError(f"need at least one shard, got {parts}")
     if total < parts:
-        raise ValueError(f"cannot split {total} environments over {parts} workers: "
-                         f"use num_workers <= num_envs")
+        raise ValueError(
+            f"cannot split {total} environments over {parts} workers: use num_workers <= num_envs"
+        )
     base, extra = divmod(total, parts)
     out, offset = [], 0
     for k in range(parts):
@@ -99,7 +101,9 @@ class EnvShard:
 
         return os.getpid()
 
-    def reset(self, seed: int | None, options: Sequence[dict[str, Any] | None] | None) -> dict[str, int]:
+    def reset(
+        self, seed: int | None, options: Sequence[dict[str, Any] | None] | None
+    ) -> dict[str, int]:
         """Reset with the group seed (this shard's environment ``i`` gets ``seed + offset + i``)."""
         self.venv.reset(seed=None if seed is None else seed + self.offset, options=options)
         return dict(self.venv.waiting())
@@ -165,14 +169,18 @@ class WorkerGroup(ABC):
     def num_workers(self) -> int:
         return len(self.shards)
 
-    def reset(self, seed: int | None = None, options: Sequence[dict[str, Any] | None] | None = None) -> None:
+    def reset(
+        self, seed: int | None = None, options: Sequence[dict[str, Any] | None] | None = None
+    ) -> None:
         """Reset every environment; global environment ``i`` gets seed ``seed + i``."""
         seed = self.seed if seed is None else seed
         if options is not None and len(options) != self.num_envs:
-            raise ValueError(f"options must have one entry per environment ({self.num_envs}), got {len(options)}")
+            raise ValueError(
+                f"options must have one entry per environment ({self.num_envs}), got {len(options)}"
+            )
         calls = {}
         for s, (offset, size) in enumerate(self.shards):
-            opts = None if options is None else list(options[offset:offset + size])
+            opts = None if options is None else list(options[offset : offset + size])
             self._logs[s] = _ShardLog(seed, opts)
             calls[s] = ("reset", (seed, opts))
         for s, waiting in self._call(calls).items():
@@ -192,7 +200,11 @@ class WorkerGroup(ABC):
         counts = self.waiting()
         if agent is None:
             agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
-        calls = {s: ("batch", (agent,)) for s, log in enumerate(self._logs) if (log.waiting or {}).get(agent)}
+        calls = {
+            s: ("batch", (agent,))
+            for s, log in enumerate(self._logs)
+            if (log.waiting or {}).get(agent)
+        }
         if not calls:
             raise ValueError(f"No environment waits on {agent!r}; waiting: {dict(counts)}")
         parts = self._call(calls)
@@ -209,14 +221,18 @@ class WorkerGroup(ABC):
         """Apply one action per environment of ``batch``; the finished episodes, in index order."""
         self._require_reset()
         if len(actions) != len(batch.env_indices):
-            raise ValueError(f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments")
+            raise ValueError(
+                f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments"
+            )
         per_shard: dict[int, tuple[list[int], list[Any]]] = {}
         for i, action in zip(batch.env_indices, actions):
             s = self._shard_of(i)
             local, acts = per_shard.setdefault(s, ([], []))
             local.append(i - self.shards[s][0])
             acts.append(action)
-        results = self._call({s: ("step", (batch.agent, idx, acts)) for s, (idx, acts) in per_shard.items()})
+        results = self._call(
+            {s: ("step", (batch.agent, idx, acts)) for s, (idx, acts) in per_shard.items()}
+        )
         finished: list[Episode] = []
         for s in sorted(results):
             self._logs[s].steps.append((batch.agent, *per_shard[s]))
@@ -234,7 +250,7 @@ class WorkerGroup(ABC):
             episodes += self.step(batch, list(policy(batch.agent, batch.observations)))
         return episodes[:num_episodes]
 
-    def __enter__(self) -> "WorkerGroup":
+    def __enter__(self) -> WorkerGroup:  # noqa: PYI034 - py3.10 has no typing.Self
         return self
 
     def __exit__(self, *exc) -> None:
@@ -275,9 +291,16 @@ class InProcessWorkerGroup(WorkerGroup):
 WORKER_KINDS = ("inprocess", "ray")
 
 
-def make_worker_group(kind: str, env_id: str, num_envs: int, *, num_workers: int = 1,
-                      seed: int | None = None, ray_options: dict[str, Any] | None = None,
-                      **overrides: Any) -> WorkerGroup:
+def make_worker_group(
+    kind: str,
+    env_id: str,
+    num_envs: int,
+    *,
+    num_workers: int = 1,
+    seed: int | None = None,
+    ray_options: dict[str, Any] | None = None,
+    **overrides: Any,
+) -> WorkerGroup:
     """Build a worker group of ``num_envs`` copies of ``env_id`` (``make`` ``overrides`` applied).
 
     ``kind`` is ``"inprocess"`` (default, no extra dependencies) or ``"ray"`` (extra ``ray``; joins

@@ -17,8 +17,15 @@ FAST_FAIL = {"call_timeout_s": 3.0, "start_timeout_s": 60.0}
 
 
 def ray_group(ray_cluster, max_restarts: int, seed: int = 5):
-    return make_worker_group("ray", ENV, 4, num_workers=2, seed=seed,
-                             ray_options={**FAST_FAIL, "max_restarts": max_restarts}, **OVERRIDES)
+    return make_worker_group(
+        "ray",
+        ENV,
+        4,
+        num_workers=2,
+        seed=seed,
+        ray_options={**FAST_FAIL, "max_restarts": max_restarts},
+        **OVERRIDES,
+    )
 
 
 def killing_policy(pid: int, sig: int, at_call: int):
@@ -56,8 +63,11 @@ def test_hung_worker_fails_fast_with_a_clear_error_and_no_batch(ray_cluster):
         episodes = []
         start = time.monotonic()
         try:
-            with pytest.raises(WorkerError, match=r"environment worker 0 \(environments 0\.\.1\)"
-                                                  r".*did not answer within 3 s.*no partial batch"):
+            with pytest.raises(
+                WorkerError,
+                match=r"environment worker 0 \(environments 0\.\.1\)"
+                r".*did not answer within 3 s.*no partial batch",
+            ):
                 while True:  # the loop of collect(): nothing is kept from a failed step
                     batch = group.next_batch()
                     episodes += group.step(batch, policy(batch.agent, batch.observations))

@@ -40,7 +40,12 @@ def test_batches_carry_global_indices_and_views():
     for _ in range(5):
         a, b = group.next_batch(), venv.next_batch()
         assert (a.agent, a.env_indices, a.observations, a.messages, a.states) == (
-            b.agent, b.env_indices, b.observations, b.messages, b.states)
+            b.agent,
+            b.env_indices,
+            b.observations,
+            b.messages,
+            b.states,
+        )
         actions = scripted_policy(a.agent, a.observations)
         assert signature(group.step(a, actions)) == signature(venv.step(b, actions))
     assert group.waiting() == venv.waiting()
