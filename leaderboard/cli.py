@@ -13,7 +13,8 @@ import io
 import json
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 DB_ENV = "MARFT_LEADERBOARD_DB"
 DEFAULT_DB = "sqlite:///leaderboard.db"
@@ -107,25 +108,29 @@ def cmd_token(args: argparse.Namespace) -> int:
 def cmd_submit(args: argparse.Namespace) -> int:
     from leaderboard.client import LeaderboardClient, SubmissionError
 
-    try:
-        with LeaderboardClient(args.server, token=args.token) as c:
-            result = c.submit(args.path)
-    except SubmissionError as e:
-        print(f"rejected ({e.status}): {e.detail}", file=sys.stderr)
-        return 2
-    except (FileNotFoundError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    if args.json:
-        print(json.dumps(result))
-    else:
-        claimed = "" if result["claimed_score"] is None else f", claimed {result['claimed_score']:.3f}"
-        print(
-            f"accepted as submission {result['id']}: verified score {result['verified_score']:.3f} "
-            f"(95% CI {result['ci_low']:.3f}-{result['ci_high']:.3f}{claimed}) "
-            f"on {result['n_episodes']} episodes; {c.server}{result['url']}"
-        )
-    return 0
+    status = 0
+    with LeaderboardClient(args.server, token=args.token) as c:
+        for path in args.paths:
+            try:
+                result = c.submit(path)
+            except SubmissionError as e:
+                print(f"{path}: rejected ({e.status}): {e.detail}", file=sys.stderr)
+                status = 2
+                continue
+            except OSError as e:
+                print(f"{path}: error: {e}", file=sys.stderr)
+                status = status or 1
+                continue
+            if args.json:
+                print(json.dumps({"path": path, **result}))
+                continue
+            claimed = "" if result["claimed_score"] is None else f", claimed {result['claimed_score']:.3f}"
+            print(
+                f"{path}: accepted as submission {result['id']}: verified score "
+                f"{result['verified_score']:.3f} (95% CI {result['ci_low']:.3f}-{result['ci_high']:.3f}"
+                f"{claimed}) on {result['n_episodes']} episodes; {c.server}{result['url']}"
+            )
+    return status
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -186,8 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help=f"SQLAlchemy URL (default ${DB_ENV} or {DEFAULT_DB})")
     p.set_defaults(fn=cmd_token)
 
-    p = sub.add_parser("submit", help="submit a result bundle (directory or .json file)")
-    p.add_argument("path")
+    p = sub.add_parser("submit", help="submit result bundles (directories or .json files)")
+    p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--server", default=default_server(), help="server URL (default %(default)s)")
     p.add_argument("--token", help=f"submission token (default ${TOKEN_ENV})")
     p.add_argument("--json", action="store_true", help="print the server's answer as JSON")

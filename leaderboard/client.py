@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from typing_extensions import Self
 
 from leaderboard.schema import Bundle, bundle_path
 
@@ -36,7 +37,7 @@ class LeaderboardClient:
         self.token = token if token is not None else os.environ.get(TOKEN_ENV)
         self._http = httpx.Client(base_url=self.server, timeout=timeout)
 
-    def __enter__(self) -> "LeaderboardClient":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -137,7 +137,7 @@ class Database:
                 s.flush()
                 return sub.id
         except IntegrityError as e:
-            if "bundle_sha256" in str(e.orig) or "UNIQUE" in str(e.orig).upper():
+            if "bundle_sha256" in str(e.orig):  # SQLite and PostgreSQL both name the column/constraint
                 raise DuplicateSubmission("this exact bundle was already submitted") from None
             raise
 

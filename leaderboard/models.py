@@ -59,7 +59,7 @@ class Submission(Base):
     ci_high: Mapped[float] = mapped_column(Float)
     claimed_score: Mapped[float | None] = mapped_column(Float, nullable=True)
 
-    episodes: Mapped[list["EpisodeRow"]] = relationship(
+    episodes: Mapped[list[EpisodeRow]] = relationship(
         back_populates="submission", order_by="EpisodeRow.index", cascade="all, delete-orphan"
     )
 

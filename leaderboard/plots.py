@@ -7,9 +7,6 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
 # Matplotlib's font and text caches are shared state; draw one figure at a time.
 _LOCK = threading.Lock()
 
@@ -27,6 +24,10 @@ def best_by_method_and_size(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict
 
 def score_by_team_size_png(rows: Iterable[Mapping[str, Any]], *, title: str = "") -> bytes:
     """A PNG: best verified score (with its 95% interval) against team size, per method."""
+    # Imported here: matplotlib is slow to import and only the plot route needs it.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     best = best_by_method_and_size(rows)
     with _LOCK:
         fig = Figure(figsize=(6.0, 3.6), dpi=100)

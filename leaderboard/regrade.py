@@ -26,8 +26,9 @@ from __future__ import annotations
 import importlib
 import math
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from leaderboard.schema import Bundle
 

@@ -99,7 +99,7 @@ class Bundle(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _spec_matches_id(self) -> "Bundle":
+    def _spec_matches_id(self) -> Bundle:
         spec_id = self.env_spec.get("id")
         if spec_id is not None and spec_id != self.env_id:
             raise ValueError(f"env_spec.id {spec_id!r} does not match env_id {self.env_id!r}")
@@ -119,7 +119,7 @@ class Bundle(_Strict):
         seeds: Iterable[int] | None = None,
         claimed_score: float | None = None,
         dataset_size: int | None = None,
-    ) -> "Bundle":
+    ) -> Bundle:
         """Build a bundle from an environment and its played episodes.
 
         ``env`` is an environment made by ``marft_envs.make`` (its spec, dataset and
@@ -162,10 +162,15 @@ def episode_record(ep: Any) -> EpisodeRecord:
     final = getattr(ep, "final_output", None)
     if final is None:
         raise ValueError(f"episode for task {ep.task_id!r} has no final_output")
+    if ep.seed is None:
+        raise ValueError(
+            f"episode for task {ep.task_id!r} has no seed: evaluate with env.reset(seed=s, ...) "
+            "so the leaderboard can check every seed covers the evaluation set"
+        )
     score = getattr(ep, "score", None)
     return EpisodeRecord(
         task_id=ep.task_id,
-        seed=int(ep.seed) if ep.seed is not None else 0,
+        seed=int(ep.seed),
         turns=turns,
         final_output=str(final),
         claimed_score=None if score is None else float(score),

@@ -9,9 +9,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lb_helpers import LiveServer, cli, play_bundle, start_server  # noqa: E402
+from lb_helpers import LiveServer, cli, play_bundle, start_server
 
-from leaderboard.db import Database, open_db  # noqa: E402
+from leaderboard.db import Database, open_db
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import httpx
 
@@ -75,7 +75,7 @@ def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run ``python -m leaderboard.cli ARGS`` in the repository root."""
     proc = subprocess.run(
         [sys.executable, "-m", "leaderboard.cli", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"leaderboard.cli {args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")

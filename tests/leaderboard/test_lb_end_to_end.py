@@ -29,13 +29,15 @@ SUBMISSIONS = [
 def submitted(server, token, tmp_path_factory):
     """Submit every bundle of SUBMISSIONS through ``python -m leaderboard.cli submit``."""
     out = tmp_path_factory.mktemp("bundles")
-    results = []
+    paths = []
     for k, (env_id, method, model, correct, claimed) in enumerate(SUBMISSIONS):
         bundle = play_bundle(env_id, method=method, model=model, correct=correct, claimed_score=claimed)
-        path = write_bundle(bundle, out / f"run{k}" if k % 2 else out / f"run{k}.json")
-        proc = cli("submit", str(path.parent if k % 2 else path), "--server", server.url,
-                   "--token", token, "--json")
-        results.append(json.loads(proc.stdout))
+        # Alternate the two on-disk forms: a bundle directory and a bare .json file.
+        written = write_bundle(bundle, out / f"run{k}" if k % 2 else out / f"run{k}.json")
+        paths.append(str(written.parent if k % 2 else written))
+    proc = cli("submit", *paths, "--server", server.url, "--token", token, "--json")
+    results = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["path"] for r in results] == paths
     return results
 
 
@@ -53,7 +55,10 @@ def test_api_leaderboard_and_submission_details(server, submitted) -> None:
     assert detail["config"] == {"policy": "scripted", "lr": 1e-5}
     assert [e["correct"] for e in detail["episodes"]] == [True, True, True, True, False]
     assert [t["agent"] for t in detail["episodes"][0]["turns"]] == ["reasoner_0", "actor_1"]
-    assert httpx.get(f"{server.url}/api/submissions/999999").status_code == 404
+    for missing in ("/api/submissions/999999", "/submissions/999999", "/plots/no-such-family.png"):
+        assert httpx.get(server.url + missing).status_code == 404
+    plot = httpx.get(f"{server.url}/plots/arith.png")
+    assert plot.headers["content-type"] == "image/png" and plot.content.startswith(b"\x89PNG")
 
 
 def test_cli_show_and_export(server, submitted, tmp_path) -> None:
@@ -111,3 +116,14 @@ def test_page_in_headless_chromium(server, submitted, tmp_path) -> None:
         first = page.locator("details.episode").first
         assert "reasoner_0" in first.inner_text() and "The answer is" in first.inner_text()
         browser.close()
+
+
+def test_cli_submit_reports_the_reason_of_a_rejection(server, token, db, tmp_path) -> None:
+    b = play_bundle(model="cli-forged")
+    forged = b.model_copy(update={"dataset": b.dataset.model_copy(update={"hash": "f" * 64})})
+    before = db.row_counts()
+    proc = cli("submit", str(write_bundle(forged, tmp_path / "forged.json")), "--server", server.url,
+               "--token", token, check=False)
+    assert proc.returncode == 2
+    assert "forged.json: rejected (422)" in proc.stderr and "does not match the registered dataset" in proc.stderr
+    assert db.row_counts() == before

@@ -152,7 +152,7 @@ def test_malformed_json_is_rejected(server, token, payload: bytes, status: int, 
 
 
 def test_unknown_missing_and_revoked_tokens_are_refused(server, token, honest_bundle, db) -> None:
-    doomed = cli("token", "create", "--name", "doomed-lab", "--db", server.db_url).stdout.strip()
+    doomed = db.create_token("doomed-lab")
     cli("token", "revoke", "--name", "doomed-lab", "--db", server.db_url)
     before = db.row_counts()
     _rejected(server, "mlb_not-a-real-token", honest_bundle, 401, "unknown token")
