@@ -227,3 +227,23 @@ def test_docker_pool_reuses_clean_containers():
         with ThreadPoolExecutor(sb.pool_size) as ex:
             list(ex.map(one, range(4 * sb.pool_size)))
         assert 1 <= len(seen) <= sb.pool_size  # clean runs never cost a new container
+
+
+def test_docker_recovers_when_a_container_dies_mid_run(docker_service):
+    if docker_service is not None:
+        pytest.skip(f"docker not usable: {docker_service}")
+    import docker
+
+    with get_sandbox("docker", pool_size=1, **TEST_LIMITS) as sb:
+        cid = sb.run("import socket\nprint(socket.gethostname())").stdout.strip()
+        client = docker.from_env()
+        killer = threading.Timer(1.0, lambda: client.containers.get(cid).kill())
+        killer.start()
+        try:
+            r = sb.run("import time\ntime.sleep(30)", timeout=20)
+        finally:
+            killer.join()
+            client.close()
+        assert r.status is ExecStatus.INFRA_ERROR and "did not report" in r.stderr
+        after = sb.run("import socket\nprint(socket.gethostname())")
+        assert after.status is ExecStatus.OK and after.stdout.strip() != cid

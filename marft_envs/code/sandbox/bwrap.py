@@ -274,6 +274,10 @@ def probe() -> str | None:
         return reason
     result = BwrapSandbox(timeout=20).run("print('ok')")
     if result.status.value != "ok" or result.stdout.strip() != "ok":
-        return f"bubblewrap does not work here ({result.status.value}): {result.stderr.strip()[-500:]}"
+        hint = ""
+        if any(s in result.stderr for s in ("uid map", "Permission denied", "Operation not permitted", "No permissions")):
+            hint = (" -- unprivileged user namespaces look restricted; allow them (e.g. sysctl "
+                    "kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0) or use docker")
+        return f"bubblewrap does not work here ({result.status.value}): {result.stderr.strip()[-500:]}{hint}"
     _probe_ok = True
     return None

@@ -147,6 +147,7 @@ class DockerSandbox(Sandbox):
             self._last_error = f"{type(exc).__name__}: {exc}"
             raise
         container = _Container(c.id, self._python, sock, getattr(sock, "_sock", sock))
+        self._last_error = None
         with self._lock:
             closed = self._closed
             if not closed:
@@ -198,10 +199,9 @@ class DockerSandbox(Sandbox):
             self.start()
         except Exception as exc:
             return infra_error(_explain(exc), self.name)
-        try:
-            container = self._pool.get(timeout=60)
-        except queue.Empty:
-            return infra_error(f"no sandbox container became free within 60 s (last error: {self._last_error})", self.name)
+        container = self._take()
+        if container is None:
+            return infra_error(f"no sandbox container is available (last error: {self._last_error})", self.name)
         keep = False
         try:
             result, keep = self._exec(container, job)
@@ -212,6 +212,19 @@ class DockerSandbox(Sandbox):
                 self._pool.put(container)
             else:
                 self._discard(container)
+
+    def _take(self, wait: float = 120.0) -> _Container | None:
+        """A free container; None when none came within ``wait`` s or none can be started."""
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            try:
+                return self._pool.get(timeout=0.5)
+            except queue.Empty:
+                with self._lock:
+                    dead = not self._all and self._last_error is not None
+                if dead:  # every container is gone and starting new ones fails: do not hang
+                    return None
+        return None
 
     def _exec(self, container: _Container, job: Job) -> tuple[ExecResult, bool]:
         """Send one job to a container's supervisor and read its output and report."""
@@ -384,10 +397,14 @@ def _explain(exc: Exception) -> str:
 
 def probe() -> str | None:
     """None if a docker daemon answers and the sandbox image exists, else why not."""
+    client = None
     try:
         client = _docker_client(timeout=10)
         client.ping()
         client.images.get(IMAGE)
     except Exception as exc:
         return _explain(exc)
+    finally:
+        if client is not None:
+            client.close()
     return None
