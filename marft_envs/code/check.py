@@ -20,7 +20,7 @@ from tasks import Task
 
 from ..verdict import Verdict
 from .extract import defines, extract_program
-from .harness import UnitResult, run_python_tests
+from .harness import UnitResult, counted_tests, run_python_tests
 
 __all__ = ["OUTCOMES", "TestReport", "check", "build_program", "default_sandbox", "outputs_match"]
 
@@ -119,6 +119,29 @@ def build_program(code: str, task: Task) -> str:
     return prefix + code
 
 
+def precheck(program: str, task: Task) -> str | None:
+    """Why ``program`` certainly fails without running it, or None.
+
+    A program that does not compile (the sandbox runs the same Python version) fails every
+    test; so does an empty program for a function task without setup code. Rejecting them on
+    the host saves a sandbox run per garbage response. Compiling never executes anything.
+    """
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = compile(program, "solution.py", "exec", ast.PyCF_ONLY_AST)
+    except (SyntaxError, ValueError) as e:
+        return f"the program does not compile: {type(e).__name__}: {e}"[:300]
+    except (RecursionError, MemoryError):
+        return "the program does not compile: it is nested too deeply"
+    if not task.io_tests and not tree.body and not task.setup_code:
+        return "the program is empty"
+    return None
+
+
 def outputs_match(actual: str, expected: str) -> bool:
     """stdout comparison: equal token sequences (whitespace of any kind and amount is ignored)."""
     return actual.split() == expected.split()
@@ -187,6 +210,9 @@ def check(
     program = build_program(code, task)
     start = time.monotonic()
     extra: dict[str, Any] = {}
+    rejected = precheck(program, task)
+    if rejected is not None:
+        return _rejected(rejected, code, task, tests, reward, getattr(sandbox, "name", ""), start)
     if task.io_tests:
         n_public = int(task.metadata.get("public_io_tests", 1))
         chosen = task.io_tests if tests == "hidden" else task.io_tests[:n_public]
@@ -220,4 +246,21 @@ def check(
         outcome=outcome, passed=passed, total=total, details=tuple(units), reason=reason,
         backend=backend, elapsed=max(elapsed, time.monotonic() - start), program=code,
         reward=reward, which=tests, extra=extra,
+    )
+
+
+def _rejected(reason: str, code: str, task: Task, which: str, reward: str, backend: str, start: float) -> TestReport:
+    """The report of a program `precheck` rejected: every test a runtime error."""
+    if task.io_tests:
+        n = len(task.io_tests) if which == "hidden" else min(len(task.io_tests), int(task.metadata.get("public_io_tests", 1)))
+        sources = [f"stdin: {t.stdin[:200]!r}" for t in task.io_tests[:n]]
+    else:
+        sources = list(counted_tests(task.tests if which == "hidden" else task.public_tests, task))
+    units = tuple(UnitResult(i, src, "runtime_error", reason) for i, src in enumerate(sources))
+    outcome = "runtime_error" if units else "fail"
+    return TestReport(
+        outcome=outcome, passed=0, total=len(units), details=units,
+        reason=f"passed 0/{len(units)} tests; first problem: {reason}" if units else "the task has no tests to run",
+        backend=backend, elapsed=time.monotonic() - start, program=code, reward=reward, which=which,
+        extra={"rounds": 0, "calls": 0, "program_error": reason},
     )

@@ -687,6 +687,18 @@ def _reply_from_record(rec: dict[str, Any] | None, status: str, status_outcome: 
     return _Reply("fail", message="malformed result record")
 
 
+def _trusted_names(prefix_ns: dict[str, Any], entry_point: str | None) -> set[str]:
+    return (set(prefix_ns) | set(dir(builtins)) | set(sys.stdlib_module_names)) - {entry_point}
+
+
+def counted_tests(tests: tuple[str, ...], task: Any) -> list[str]:
+    """The source of every test `run_python_tests` would count for ``task`` (no sandbox needed)."""
+    prefix = str(task.metadata.get("code_prefix") or "")
+    prefix_ns = _trusted_namespace(prefix, task.entry_point)
+    compiled = _compile_tests(tuple(tests), _trusted_names(prefix_ns, task.entry_point), task.entry_point)
+    return [u.source for u in compiled.units if u.counted]
+
+
 def run_python_tests(
     program: str,
     tests: tuple[str, ...],
@@ -705,7 +717,7 @@ def run_python_tests(
     Raises ValueError only when the tests themselves do not compile (a broken task).
     """
     prefix_ns = _trusted_namespace(code_prefix, entry_point)
-    trusted = (set(prefix_ns) | set(dir(builtins)) | set(sys.stdlib_module_names)) - {entry_point}
+    trusted = _trusted_names(prefix_ns, entry_point)
     try:
         compiled = _compile_tests(tuple(tests), trusted, entry_point)
     except SyntaxError as e:

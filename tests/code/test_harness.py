@@ -193,3 +193,18 @@ def test_objects_of_program_classes_can_be_passed_back(sb):
     prog = "class Pair:\n    def __init__(self, a, b):\n        self.a, self.b = a, b\n\ndef total(ps):\n    return sum(p.a + p.b for p in ps)\n"
     t = fn_task(["assert total([Pair(1, 2), Pair(3, 4)]) == 10"], entry="total")
     assert check(prog, t, sandbox=sb, extract=False).outcome == "pass"
+
+
+def test_uncompilable_and_empty_programs_fail_without_a_sandbox_run():
+    class NoRun:
+        name = "norun"
+
+        def run(self, *a, **k):
+            raise AssertionError("must not run")
+
+    t = fn_task(SQUARE_TESTS)
+    for junk in ("def f(:", "\x00", "(" * 10000, ""):
+        r = check(junk, t, sandbox=NoRun(), extract=False)
+        assert (r.outcome, r.passed, r.total) == ("runtime_error", 0, 3)
+    io = Task(id="io", kind="code", prompt="p", io_tests=(IOTest("", "1"),))
+    assert check("print(", io, sandbox=NoRun(), extract=False).total == 1
