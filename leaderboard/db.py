@@ -12,12 +12,13 @@ import secrets
 import threading
 from dataclasses import dataclass
 from datetime import datetime
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import Engine, create_engine, event, func, make_url, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -56,7 +57,15 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, **kwargs)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(_with_installed_driver(url), pool_pre_ping=True)
+
+
+def _with_installed_driver(url: str) -> str:
+    """``postgresql://`` means psycopg2 to SQLAlchemy; use psycopg 3 when only that is installed."""
+    u = make_url(url)
+    if u.drivername == "postgresql" and not find_spec("psycopg2") and find_spec("psycopg"):
+        return u.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    return url
 
 
 def alembic_config(url: str) -> Config:
