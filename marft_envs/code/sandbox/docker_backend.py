@@ -233,7 +233,8 @@ class DockerSandbox(Sandbox):
         start = time.monotonic()
         container.raw.setblocking(True)
         container.raw.sendall(_payload(job, lim, nonce.decode(), container.python))
-        trailer_cap = lim.extra_files_bytes * 4 // 3 + 65536
+        # base64 of the files + their names (100 paths of up to 4096 bytes) + JSON framing
+        trailer_cap = lim.extra_files_bytes * 4 // 3 + 100 * 4096 * 2 + 65536
         out, err, outcome = _read_frames(container.raw, start + job.timeout + _OUTER_GRACE,
                                          {_STDOUT: lim.output_bytes + trailer_cap, _STDERR: lim.output_bytes}, nonce)
         elapsed = time.monotonic() - start

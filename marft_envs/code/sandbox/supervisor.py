@@ -7,19 +7,19 @@ after another on stdin: an 8-byte big-endian header length, a JSON header
 (nonce, files, sizes, limits), the files' bytes, then the program's stdin. For
 each job the supervisor
 
-1. writes the files into /work (as uid 65534, in a forked helper);
-2. forks the program: new session, rlimits, stdin from a memfd, uid/gid 65534
-   (which clears every capability), ``exec python -B main.py *argv``;
-3. waits up to the time limit, then SIGKILLs the program's session;
-4. SIGKILLs every other process left in the container (daemons the program
+1. forks the program: new session, rlimits, stdin from a memfd, uid/gid 65534
+   (which clears every capability), writes the job's files into /work, then
+   ``exec python -B main.py *argv``;
+2. waits up to the time limit, then SIGKILLs the program's session;
+3. SIGKILLs every other process left in the container (daemons the program
    forked), waits until they are gone;
-5. collects the files the program wrote and wipes /work, /tmp and /dev/shm
+4. collects the files the program wrote and wipes /work, /tmp and /dev/shm
    (again as uid 65534 in a helper);
-6. prints a trailer ``<nonce><base64 JSON><nonce>`` on stdout.
+5. prints a trailer ``<nonce><base64 JSON><nonce>`` on stdout.
 
 The program runs as another uid, so it cannot signal, ptrace or fake the
 supervisor; the nonce (read from stdin, never on a command line) keeps it from
-forging a trailer. The program's stdout/stderr go straight to the exec streams.
+forging a trailer. The program's stdout/stderr go straight to the attached container streams.
 The file must stay self-contained: standard library only, no package imports.
 """
 
@@ -174,8 +174,8 @@ def kill_leftovers(timeout=2.0):
     return False
 
 
-def start_program(cfg, stdin_fd):
-    """Fork the program; return (pid, error message or None)."""
+def start_program(cfg, blob, stdin_fd):
+    """Fork the program (which first writes the job's files, as uid 65534); return (pid, error or None)."""
     err_r, err_w = os.pipe()  # close-on-exec: EOF means the exec succeeded
     pid = os.fork()
     if pid == 0:
@@ -189,6 +189,7 @@ def start_program(cfg, stdin_fd):
             os.setgroups([])
             os.setgid(UID)
             os.setuid(UID)
+            write_files(cfg["files"], blob)
             exe = cfg["python"]
             os.execve(exe, [exe, "-B", "main.py", *cfg["argv"]], cfg["env"])
         except BaseException as exc:
@@ -208,14 +209,11 @@ def run_job(header, blob, stdin_data):
         offset += size
     report = {"started": False, "timed_out": False, "exit": None, "clean": False, "files": {}, "error": None}
     try:
-        _, ok = as_sandbox_user(write_files, header["files"], blob)
-        if not ok:
-            raise OSError("cannot write the job's files into /work")
         stdin_fd = os.memfd_create("stdin")
         os.write(stdin_fd, stdin_data)
         os.lseek(stdin_fd, 0, os.SEEK_SET)
         start = time.monotonic()
-        pid, error = start_program(header, stdin_fd)
+        pid, error = start_program(header, blob, stdin_fd)
         os.close(stdin_fd)
         if error:
             os.waitpid(pid, 0)
