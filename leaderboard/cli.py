@@ -1,4 +1,4 @@
-"""``marft-leaderboard``: serve, submit, show, token create/revoke/list, export csv/markdown.
+"""``marft-leaderboard``: serve, submit, check, show, token create/revoke/list, export csv/markdown.
 
 Token commands talk to the database directly (they are for whoever runs the server);
 ``submit`` talks to a server; ``show`` and ``export`` read a server (``--server``) or a
@@ -133,6 +133,29 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return status
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Re-grade bundles locally, exactly as the server would, without storing anything."""
+    from pydantic import ValidationError
+
+    from leaderboard.regrade import BundleRejected, GradingUnavailable, regrade
+    from leaderboard.schema import read_bundle
+
+    overrides = {"sandbox": args.sandbox} if args.sandbox else None
+    status = 0
+    for path in args.paths:
+        try:
+            bundle = read_bundle(path)
+            grade = regrade(bundle, overrides)
+        except (OSError, ValidationError, BundleRejected, GradingUnavailable) as e:
+            print(f"{path}: would be rejected: {e}", file=sys.stderr)
+            status = 2
+            continue
+        claimed = "" if bundle.claimed_score is None else f", claimed {bundle.claimed_score:.3f}"
+        print(f"{path}: ok: verified score {grade.score:.3f} (95% CI {grade.ci_low:.3f}-{grade.ci_high:.3f}"
+              f"{claimed}) on {len(grade.episodes)} episodes of {bundle.env_id}")
+    return status
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -197,6 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token", help=f"submission token (default ${TOKEN_ENV})")
     p.add_argument("--json", action="store_true", help="print the server's answer as JSON")
     p.set_defaults(fn=cmd_submit)
+
+    p = sub.add_parser("check", help="re-grade bundles locally as the server would (stores nothing)")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--sandbox", help="code sandbox backend (docker, bwrap, subprocess; default: automatic)")
+    p.set_defaults(fn=cmd_check)
 
     p = sub.add_parser("show", help="print the leaderboard as a terminal table")
     _add_source(p)

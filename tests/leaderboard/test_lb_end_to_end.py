@@ -127,3 +127,13 @@ def test_cli_submit_reports_the_reason_of_a_rejection(server, token, db, tmp_pat
     assert proc.returncode == 2
     assert "forged.json: rejected (422)" in proc.stderr and "does not match the registered dataset" in proc.stderr
     assert db.row_counts() == before
+
+
+def test_cli_check_regrades_locally(tmp_path) -> None:
+    b = play_bundle(correct=lambda i: i < 2, model="local-check")
+    good = write_bundle(b, tmp_path / "good")
+    bad = write_bundle(b.model_copy(update={"episodes": b.episodes[:3]}), tmp_path / "bad.json")
+    proc = cli("check", str(good.parent), str(bad), check=False)
+    assert proc.returncode == 2
+    assert f"{good.parent}: ok: verified score 0.400" in proc.stdout
+    assert f"{bad}: would be rejected: 2 episode(s) missing" in proc.stderr
