@@ -8,7 +8,6 @@ from marft_envs.code.sandbox.base import infra_error
 from tasks import load
 from tasks.code_tasks import REFERENCE_SOLUTIONS
 
-from tests.code.code_backends import sandbox_for
 
 IDS = [f"{fam}-{n}agent" for fam in ("humaneval", "mbpp", "code") for n in (2, 3, 4)]
 
@@ -98,8 +97,8 @@ def test_verdict_feedback_and_roles_false():
     env.close()
 
 
-def test_stdio_feedback_shows_the_public_example():
-    v = CodeVerifier(sandbox=sandbox_for("subprocess"))
+def test_stdio_feedback_shows_the_public_example(sandbox_factory):
+    v = CodeVerifier(sandbox=sandbox_factory("subprocess"))
     task = load("code").by_id("code/sum_two")
     verdict = v.grade("print(0)", task)
     text = v.feedback("print(0)", task, verdict, "tests")
@@ -129,8 +128,8 @@ def test_infra_error_is_flagged_not_scored_and_never_crashes():
     env.close()
 
 
-def test_verifier_never_raises_on_garbage():
-    v = CodeVerifier(sandbox=sandbox_for("subprocess"))
+def test_verifier_never_raises_on_garbage(sandbox_factory):
+    v = CodeVerifier(sandbox=sandbox_factory("subprocess"))
     task = load("code").by_id("code/add")
     for junk in (None, 12, "\ud800", "```python\n" + "(" * 5000 + "\n```", "\x00" * 100):
         verdict = v.grade(junk, task)
@@ -143,7 +142,7 @@ def test_unknown_backend_is_an_infra_verdict():
     assert verdict.infra_error and "nonexistent" in verdict.reason
 
 
-def test_auto_backend_is_reported():
+def test_auto_backend_is_reported(docker_service):
     v = CodeVerifier()
     verdict = v.grade(f"```python\n{REFERENCE_SOLUTIONS['code/add']}```", load("code").by_id("code/add"))
     assert verdict.correct and verdict.details["backend"] in ("docker", "bwrap")

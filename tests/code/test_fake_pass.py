@@ -10,7 +10,6 @@ import pytest
 from marft_envs.code import check
 from tasks import IOTest, Task, load
 
-from tests.code.code_backends import BACKENDS, sandbox_for
 
 SQUARES = Task(
     id="squares", kind="code", prompt="def f(x): return the square of x", entry_point="f",
@@ -92,32 +91,32 @@ FAKES = {
 LEAK_PROBES = {"inspect_callers", "search_memory_for_tests"}
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", sorted(FAKES))
-def test_fake_never_passes(name, backend):
-    r = check(FAKES[name], SQUARES, sandbox=sandbox_for(backend), extract=False, timeout=3)
+def test_fake_never_passes(name, sandbox):
+    """``sandbox`` (conftest.py) is each backend in turn."""
+    r = check(FAKES[name], SQUARES, sandbox=sandbox, extract=False, timeout=3)
     assert r.outcome != "pass", (name, r.reason)
     assert r.score < 1.0
     if name in LEAK_PROBES:
         assert r.passed == 0, (name, r.details)
 
 
-def test_the_task_is_passable():
-    r = check("def f(x):\n    return x * x", SQUARES, sandbox=sandbox_for("subprocess"), extract=False)
+def test_the_task_is_passable(sandbox):
+    r = check("def f(x):\n    return x * x", SQUARES, sandbox=sandbox, extract=False)
     assert r.outcome == "pass"
 
 
-def test_redefining_trusted_helpers_does_not_fake_humaneval():
+def test_redefining_trusted_helpers_does_not_fake_humaneval(sandbox_factory):
     """HumanEval/32 checks find_zero with the prompt's poly(): a program that makes its own
     poly() return 0 is still judged with the trusted one."""
     task = load("humaneval").by_id("HumanEval/32")
     fake = "def poly(xs, x):\n    return 0\n\ndef find_zero(xs):\n    return 0.0\n"
-    r = check(fake, task, sandbox=sandbox_for("subprocess"), extract=False)
+    r = check(fake, task, sandbox=sandbox_factory("subprocess"), extract=False)
     assert r.outcome == "fail"
 
 
-def test_stdio_fakes_never_pass():
+def test_stdio_fakes_never_pass(sandbox_factory):
     task = Task(id="io", kind="code", prompt="print a+b", io_tests=(IOTest("1 2\n", "3\n"), IOTest("4 4\n", "8\n")))
-    sb = sandbox_for("subprocess")
+    sb = sandbox_factory("subprocess")
     for fake in ("import sys\nsys.exit(0)", "print('PASS')", "import os\nos._exit(0)", "print(open(0).read())"):
         assert check(fake, task, sandbox=sb, extract=False).outcome != "pass", fake

@@ -6,17 +6,18 @@ from marft_envs.code import check, run_python_tests
 from marft_envs.code.runner import WireError, decode, encode
 from tasks import IOTest, Task
 
-from tests.code.code_backends import BACKENDS, sandbox_for
 
 
-@pytest.fixture(scope="module")
-def sb():
-    return sandbox_for("subprocess")
+@pytest.fixture
+def sb(sandbox_factory):
+    """The subprocess backend: harness logic does not depend on the backend."""
+    return sandbox_factory("subprocess")
 
 
-@pytest.fixture(params=BACKENDS)
-def any_sb(request):
-    return sandbox_for(request.param)
+@pytest.fixture
+def any_sb(sandbox):
+    """Every backend in turn (conftest.py)."""
+    return sandbox
 
 
 def fn_task(tests, entry="f", public=(), **kw):
