@@ -36,8 +36,16 @@ from tasks.hub import HubSource, HubUnavailable, load_hub_records
 from tasks.record import IOTest, Task
 
 __all__ = [
-    "MBPP_SPLITS", "humaneval_path", "humaneval_records", "humaneval_to_task", "mbpp_to_task",
-    "mbpp_entry_point", "stdio_to_task", "stdio_dataset", "load_humaneval", "load_mbpp",
+    "MBPP_SPLITS",
+    "humaneval_path",
+    "humaneval_records",
+    "humaneval_to_task",
+    "load_humaneval",
+    "load_mbpp",
+    "mbpp_entry_point",
+    "mbpp_to_task",
+    "stdio_dataset",
+    "stdio_to_task",
 ]
 
 Record = Mapping[str, Any]
@@ -234,7 +242,7 @@ def load_mbpp(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
 def _io_pairs(rec: Record, where: str, record: str) -> list[IOTest]:
     """Input/output pairs from the common layouts: ``inputs``/``outputs`` lists, APPS's
     ``input_output`` (JSON string or object), or ``tests``: a list of {input, output}."""
-    if "input_output" in rec and rec["input_output"]:
+    if rec.get("input_output"):
         io = rec["input_output"]
         if isinstance(io, str):
             try:

@@ -22,7 +22,7 @@ from ..verdict import Verdict
 from .extract import defines, extract_program
 from .harness import UnitResult, counted_tests, run_python_tests
 
-__all__ = ["OUTCOMES", "TestReport", "check", "build_program", "default_sandbox", "outputs_match"]
+__all__ = ["OUTCOMES", "TestReport", "build_program", "check", "default_sandbox", "outputs_match"]
 
 Outcome = Literal["pass", "fail", "timeout", "memory", "runtime_error", "infra_error"]
 #: Every outcome a check can have.

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["extract_program", "defines"]
+__all__ = ["defines", "extract_program"]
 
 # A fence opens with 3+ backticks (or tildes) and an optional info string; it closes with
 # the same fence on its own line.
@@ -36,7 +36,7 @@ def _blocks(text: str) -> list[tuple[str, str]]:
         body = m.group("body")
         indent = m.group("indent")
         if indent:  # a fence indented inside a list item: dedent its body by the same amount
-            body = "\n".join(ln[len(indent):] if ln.startswith(indent) else ln for ln in body.split("\n"))
+            body = "\n".join(ln.removeprefix(indent) for ln in body.split("\n"))
         out.append((tag, body))
     return out
 

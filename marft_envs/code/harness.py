@@ -38,15 +38,16 @@ import secrets
 import sys
 import threading
 import warnings
-from functools import lru_cache
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from . import runner
 from .runner import WireError, decode, encode
 
-__all__ = ["TestOutcome", "UnitResult", "HarnessResult", "run_python_tests", "runner_source", "MAX_ROUNDS"]
+__all__ = ["MAX_ROUNDS", "HarnessResult", "TestOutcome", "UnitResult", "run_python_tests", "runner_source"]
 
 #: Upper bound on sandbox runs per check (rounds of call collection).
 MAX_ROUNDS = 4
@@ -129,9 +130,7 @@ def _absorb(self: Any, *args: Any) -> Any:
     return PENDING
 
 
-for _op in ("eq ne lt le gt ge add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod "
-            "pow rpow and rand or ror xor rxor lshift rlshift rshift rrshift matmul rmatmul neg pos "
-            "abs invert round trunc floor ceil").split():
+for _op in ["eq", "ne", "lt", "le", "gt", "ge", "add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod", "pow", "rpow", "and", "rand", "or", "ror", "xor", "rxor", "lshift", "rlshift", "rshift", "rrshift", "matmul", "rmatmul", "neg", "pos", "abs", "invert", "round", "trunc", "floor", "ceil"]:
     setattr(_Pending, f"__{_op}__", _absorb)
 
 #: The placeholder value of an unresolved call.
@@ -139,7 +138,7 @@ PENDING = _Pending()
 
 
 def _forward(op: str) -> Callable[..., Any]:
-    def method(self: "RemoteName", *args: Any) -> Any:
+    def method(self: RemoteName, *args: Any) -> Any:
         value = self._value()
         return getattr(value, f"__{op}__")(*args) if value is not PENDING else PENDING
 
@@ -156,7 +155,7 @@ class RemoteName:
 
     __slots__ = ("_name", "_session")
 
-    def __init__(self, name: str, session: "_Session"):
+    def __init__(self, name: str, session: _Session):
         self._name = name
         self._session = session
 
@@ -190,8 +189,7 @@ class RemoteName:
         return self._value()[key]
 
 
-for _op in ("eq ne lt le gt ge add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod "
-            "neg pos abs contains index float int").split():
+for _op in ["eq", "ne", "lt", "le", "gt", "ge", "add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod", "neg", "pos", "abs", "contains", "index", "float", "int"]:
     setattr(RemoteName, f"__{_op}__", _forward(_op))
 
 
@@ -295,17 +293,16 @@ class _Session:
     def __init__(self) -> None:
         self.replies: dict[str, _Reply] = {}
         self.requests: dict[str, dict[str, Any]] = {}
-        self.touched_pending = False  # within the current test
         self.any_pending = False  # within the current replay: if set, the replay is not final
         self.bools = 0
         self.program_failure: RemoteFailure | None = None
 
     @staticmethod
-    def current() -> "_Session | None":
+    def current() -> _Session | None:
         return getattr(_Session._local, "session", None)
 
     @staticmethod
-    def set_current(session: "_Session | None") -> None:
+    def set_current(session: _Session | None) -> None:
         _Session._local.session = session
 
     def bump_bool(self) -> None:
@@ -314,7 +311,7 @@ class _Session:
             raise _Abort("a loop depends on results not known yet")
 
     def _pending(self) -> Any:
-        self.touched_pending = self.any_pending = True
+        self.any_pending = True
         return PENDING
 
     def _reply(self, key: str, request: dict[str, Any], args: tuple[Any, ...]) -> Any:
@@ -391,34 +388,31 @@ class _Unit:
 class _UnitGuard:
     """``with guard(k):`` around one test: records its outcome and lets the next test run."""
 
-    def __init__(self, session: _Session, outcomes: dict[int, tuple[TestOutcome, str, bool]]):
+    def __init__(self, session: _Session, outcomes: dict[int, tuple[TestOutcome, str]]):
         self.session = session
         self.outcomes = outcomes
         self.k = -1
 
-    def __call__(self, k: int) -> "_UnitGuard":
+    def __call__(self, k: int) -> _UnitGuard:
         self.k = k
-        self.session.touched_pending = False
         return self
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        pending = self.session.touched_pending
         if exc is None:
-            self.outcomes[self.k] = ("pass", "", pending)
+            self.outcomes[self.k] = ("pass", "")
         elif isinstance(exc, _Abort):
-            self.outcomes[self.k] = ("runtime_error", str(exc), True)
+            self.outcomes[self.k] = ("runtime_error", str(exc))
         elif isinstance(exc, RemoteFailure):
-            self.outcomes[self.k] = (exc.outcome, str(exc), pending)
+            self.outcomes[self.k] = (exc.outcome, str(exc))
         elif isinstance(exc, AssertionError):
-            self.outcomes[self.k] = ("fail", _message(exc, "assertion failed"), pending)
+            self.outcomes[self.k] = ("fail", _message(exc, "assertion failed"))
         elif isinstance(exc, Exception):
-            self.outcomes[self.k] = ("runtime_error", _message(exc), pending)
+            self.outcomes[self.k] = ("runtime_error", _message(exc))
         else:
             return False
-        self.session.touched_pending = False
         return True
 
 
@@ -574,9 +568,9 @@ def _namespace(program: _TestProgram, prefix_ns: dict[str, Any], entry_point: st
 
 
 def _replay(program: _TestProgram, prefix_ns: dict[str, Any], entry_point: str | None,
-            session: _Session) -> dict[int, tuple[TestOutcome, str, bool]]:
+            session: _Session) -> dict[int, tuple[TestOutcome, str]]:
     """Run the tests on the host once with the replies known so far."""
-    outcomes: dict[int, tuple[TestOutcome, str, bool]] = {}
+    outcomes: dict[int, tuple[TestOutcome, str]] = {}
     guard = _UnitGuard(session, outcomes)
     session.requests = {}
     session.bools = 0
@@ -601,7 +595,7 @@ def _replay(program: _TestProgram, prefix_ns: dict[str, Any], entry_point: str |
     if failure:
         outcome, _, message = failure.partition(":")
         for u in program.units:
-            outcomes.setdefault(u.index, (outcome, f"not reached: {message}", session.touched_pending))
+            outcomes.setdefault(u.index, (outcome, f"not reached: {message}"))
     return outcomes
 
 
@@ -724,7 +718,7 @@ def run_python_tests(
         raise ValueError(f"the task's tests do not compile: {e}") from e
     session = _Session()
     result = HarnessResult(units=[])
-    outcomes: dict[int, tuple[TestOutcome, str, bool]] = {}
+    outcomes: dict[int, tuple[TestOutcome, str]] = {}
     for _ in range(max_rounds + 1):
         outcomes = _replay(compiled, prefix_ns, entry_point, session)
         if not session.any_pending:
@@ -745,7 +739,7 @@ def run_python_tests(
     for u in compiled.units:
         if not u.counted:
             continue
-        outcome, message, _ = outcomes.get(u.index, ("runtime_error", "not reached", False))
+        outcome, message = outcomes.get(u.index, ("runtime_error", "not reached"))
         if incomplete and outcome == "pass":
             outcome, message = "runtime_error", f"the tests could not be completed within {max_rounds} sandbox rounds"
         units.append(UnitResult(len(units), u.source, outcome, message))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..workflow import Role, Workflow, register_workflow
 
-__all__ = ["CODE_WORKFLOWS", "CODE_TEAMS", "register_code_workflows"]
+__all__ = ["CODE_TEAMS", "CODE_WORKFLOWS", "register_code_workflows"]
 
 _PROGRAM = (
     "Give the complete program in a single ```python fenced block: every import and helper it "

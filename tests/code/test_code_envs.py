@@ -8,7 +8,6 @@ from marft_envs.code.sandbox.base import infra_error
 from tasks import load
 from tasks.code_tasks import REFERENCE_SOLUTIONS
 
-
 IDS = [f"{fam}-{n}agent" for fam in ("humaneval", "mbpp", "code") for n in (2, 3, 4)]
 
 

@@ -10,7 +10,6 @@ import pytest
 from marft_envs.code import check
 from tasks import IOTest, Task, load
 
-
 SQUARES = Task(
     id="squares", kind="code", prompt="def f(x): return the square of x", entry_point="f",
     tests=("assert f(2) == 4", "assert f(-3) == 9", "assert f(0) == 0", "assert f(7) == 49"),

@@ -7,7 +7,6 @@ from marft_envs.code.runner import WireError, decode, encode
 from tasks import IOTest, Task
 
 
-
 @pytest.fixture
 def sb(sandbox_factory):
     """The subprocess backend: harness logic does not depend on the backend."""

@@ -7,7 +7,12 @@ import pytest
 import tasks
 from marft_envs.code import check, get_sandbox
 from tasks.code_loaders import (
-    humaneval_records, humaneval_to_task, mbpp_entry_point, mbpp_to_task, stdio_dataset, stdio_to_task,
+    humaneval_records,
+    humaneval_to_task,
+    mbpp_entry_point,
+    mbpp_to_task,
+    stdio_dataset,
+    stdio_to_task,
 )
 from tasks.code_tasks import REFERENCE_SOLUTIONS
 from tasks.errors import DataNotFoundError, MalformedRecordError
