@@ -30,9 +30,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from marft_envs.code import check, get_sandbox
-from marft_envs.code.sandbox.select import probe
-from tasks.code_loaders import humaneval_records, humaneval_to_task
+from marft_envs.code import check, get_sandbox  # noqa: E402
+from marft_envs.code.sandbox.select import probe  # noqa: E402
+from tasks.code_loaders import humaneval_records, humaneval_to_task  # noqa: E402
 
 _EXEC_LINE = re.compile(r"^(\s*)#\s*(exec\(check_program, exec_globals\))", re.MULTILINE)
 
