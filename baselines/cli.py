@@ -1,0 +1,120 @@
+"""The command line shared by ``python -m baselines.marft|marft_shared|ippo``.
+
+    python -m baselines.marft --env ID --model NAME_OR_PATH [--config FILE] [--out DIR]
+                              [--resume DIR] [key=value ...]
+
+``key=value`` overrides any config field (``algo.lr=2e-6``, ``iterations=2``,
+``env.overrides.horizon=2``); ``--help`` lists every field with its default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Sequence
+
+from .core.config import Config, ConfigError, apply_overrides, config_help, load_config
+
+
+def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description=description, epilog=config_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", help="registered environment id (e.g. math-3agent, arith-2agent)")
+    parser.add_argument("--model", help="Hugging Face id, local path, or a built-in: tiny-random, smollm2-135m")
+    parser.add_argument("--config", help="YAML file with the nested config layout (algo: {lr: 2e-6})")
+    parser.add_argument("--out", help="run directory (default runs/<method>-<env>-<time>)")
+    parser.add_argument("--resume", help="run directory (or checkpoint folder) to continue bit for bit")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
+    return parser
+
+
+def resolve_config(preset: str, args: argparse.Namespace) -> tuple[Config, Path]:
+    """The run's config and directory from a preset and the parsed arguments.
+
+    With ``--resume`` the run directory's saved ``config.yaml`` is the base (so the resumed
+    run is the same run); ``--config``/overrides on top may only extend it (e.g. more iterations).
+    """
+    flags = [f"env.id={args.env}"] if args.env else []
+    flags += [f"model.name={args.model}"] if args.model else []
+    if args.out:
+        flags.append(f"train.out={args.out}")
+    if args.resume:
+        run_dir = Path(args.resume)
+        if (run_dir / "meta.json").is_file():  # a checkpoint folder: run dir is two levels up
+            run_dir = run_dir.parent.parent
+        saved = run_dir / "config.yaml"
+        if not saved.is_file():
+            raise ConfigError(f"--resume {args.resume!r}: {saved} not found (not a run directory)")
+        import yaml
+
+        cfg = Config.from_dict(yaml.safe_load(saved.read_text()))
+        if args.config:
+            from .core.config import _merge, _read_yaml
+
+            _merge(cfg, _read_yaml(Path(args.config), "config file"), source=args.config)
+        apply_overrides(cfg, flags + list(args.overrides))
+        cfg.train.out = str(run_dir)
+        cfg.validate()
+        return cfg, run_dir
+    cfg = load_config(preset, args.config, flags + list(args.overrides))
+    if cfg.env.id is None:
+        raise ConfigError("no environment given: pass --env ID (e.g. --env arith-2agent)")
+    out = Path(cfg.train.out or f"runs/{preset}-{cfg.env.id}-{time.strftime('%Y%m%d-%H%M%S')}")
+    cfg.train.out = str(out)
+    return cfg, out
+
+
+def train_main(preset: str, description: str, argv: Sequence[str] | None = None) -> int:
+    """Entry point of one method: parse, build the trainer, train (or resume), plot."""
+    parser = build_parser(f"python -m baselines.{preset}", description)
+    args = parser.parse_args(argv)
+    try:
+        cfg, out = resolve_config(preset, args)
+        if cfg.algo.method != preset:
+            raise ConfigError(f"algo.method={cfg.algo.method!r} but this is baselines.{preset}; "
+                              f"run python -m baselines.{cfg.algo.method} instead")
+        return run_training(cfg, out, resume=args.resume, progress=not args.no_progress)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # unknown model, bad environment overrides
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def run_training(cfg: Config, out: Path, resume: str | None = None, progress: bool = True) -> int:
+    """Train ``cfg`` into ``out`` (continuing from ``resume``); write metrics and the plot."""
+    from .core.logging import JSONL_NAME, MetricsLogger, plot_learning_curves
+    from .core.trainer import Trainer, resume_path
+
+    out.mkdir(parents=True, exist_ok=True)
+    checkpoint = resume_path(resume) if resume else None
+    trainer = Trainer(cfg, out)
+    start = 0
+    if checkpoint is not None:
+        start = trainer.load(checkpoint)
+        print(f"resumed from {checkpoint} at iteration {start}", file=sys.stderr)
+    cfg.save(out / "config.yaml")
+    sinks = set(cfg.train.log)
+    logger = MetricsLogger(out, console="console" in sinks, jsonl="jsonl" in sinks,
+                           tensorboard="tensorboard" in sinks,
+                           resume_step=start if checkpoint is not None else None)
+    trainer.logger = logger
+    try:
+        trainer.train(progress=progress)
+    finally:
+        logger.close()
+    if "jsonl" in sinks and (out / JSONL_NAME).is_file():
+        plot = plot_learning_curves(out / JSONL_NAME, out / "learning_curves.png",
+                                    keys=["train/score", "eval/score", "agent/*/policy_loss",
+                                          "agent/*/entropy", "critic/*/value_loss"])
+        print(f"learning curves: {plot}", file=sys.stderr)
+    print(f"run directory: {out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,134 @@
+"""From played turns to per-token advantages and value targets.
+
+The maths lives in :mod:`baselines.core.algos` (pure tensor functions); this module only lays a
+rollout's turns out as the rows those functions expect and maps the results back to turns:
+
+- sequential (MARFT, MARFT-shared): one row per episode, every agent's turn in play order, so
+  each agent's value bootstraps from its successor's and the round's last agent from the next
+  round's first agent;
+- independent (IPPO): one row per (episode, agent) with only that agent's turns.
+
+Action level: one value per turn. Token level: the turns' tokens concatenated, one value per
+token, the turn's reward on its last token.
+
+Rewards: a sequential row is one team trajectory, so the round's team reward (the verifier's
+score for that round) enters once, at the round's last turn; an independent row uses what the
+environment attributed to that agent (``Turn.reward``, i.e. ``reward_to``).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from . import algos
+from .rollout import Rollout
+
+
+def round_rewards(rollout: Rollout, episode: int) -> list[float]:
+    """The team reward of each round of ``episode`` (the verdict score; 0 for an ungraded round)."""
+    verdicts = rollout.episodes[episode].verdicts
+    rounds = max((t.round for t in rollout.turns[episode]), default=-1) + 1
+    by_round = {int(v.get("round", r)): float(v.get("score", 0.0)) for r, v in enumerate(verdicts)}
+    return [by_round.get(r, 0.0) for r in range(rounds)]
+
+
+def _rows(rollout: Rollout, sequential: bool) -> list[list[tuple[int, int]]]:
+    """Rows of ``(episode, turn)`` keys in play order."""
+    rows = []
+    for e, turns in enumerate(rollout.turns):
+        if sequential:
+            rows.append([(e, t.index) for t in turns])
+        else:
+            agents = list(dict.fromkeys(t.agent for t in turns))
+            rows.extend([(e, t.index) for t in turns if t.agent == a] for a in agents)
+    return rows
+
+
+def _turn_reward(rollout: Rollout, e: int, i: int, sequential: bool, ends_round: bool) -> float:
+    turn = rollout.turns[e][i]
+    if not sequential:
+        return turn.reward
+    return round_rewards(rollout, e)[turn.round] if ends_round else 0.0
+
+
+def compute_advantages(
+    rollout: Rollout,
+    values: dict[tuple[int, int], torch.Tensor],
+    *,
+    sequential: bool,
+    token_level: bool,
+    gamma: float,
+    lam: float,
+    token_gamma: float = 1.0,
+    token_lam: float = 1.0,
+) -> tuple[dict[tuple[int, int], torch.Tensor], dict[tuple[int, int], torch.Tensor]]:
+    """Advantages and returns for every turn ``(episode, index)``.
+
+    ``values[key]`` is the critic's value: shape ``[1]`` (action level) or ``[n_tokens]``
+    (token level). Returns ``(advantages, returns)`` keyed the same way; advantages are per
+    token (``[n_tokens]``, an action-level advantage repeated), returns have the shape of values.
+    """
+    adv_out: dict[tuple[int, int], torch.Tensor] = {}
+    ret_out: dict[tuple[int, int], torch.Tensor] = {}
+    rows = _rows(rollout, sequential)
+    if not rows:
+        return adv_out, ret_out
+    width = max(len(r) for r in rows) if not token_level else max(
+        sum(len(rollout.turns[e][i].action_ids) for e, i in r) for r in rows)
+    n = len(rows)
+    rewards = torch.zeros(n, width)
+    vals = torch.zeros(n, width)
+    mask = torch.zeros(n, width, dtype=torch.bool)
+    action_end = torch.zeros(n, width, dtype=torch.bool)
+    round_end = torch.zeros(n, width, dtype=torch.bool)
+    spans: list[list[tuple[tuple[int, int], int, int]]] = []
+    for b, row in enumerate(rows):
+        col, row_spans = 0, []
+        for k, (e, i) in enumerate(row):
+            turn = rollout.turns[e][i]
+            ends_round = k == len(row) - 1 or not sequential or rollout.turns[e][row[k + 1][1]].round != turn.round
+            reward = _turn_reward(rollout, e, i, sequential, ends_round)
+            v = values[(e, i)].float().flatten()
+            length = len(turn.action_ids) if token_level else 1
+            if token_level and v.numel() != length:
+                raise ValueError(f"turn {(e, i)}: {v.numel()} token values for {length} tokens")
+            if length == 0:
+                raise ValueError(f"turn {(e, i)} of agent {turn.agent!r} has no action tokens")
+            vals[b, col:col + length] = v[:length]
+            mask[b, col:col + length] = True
+            rewards[b, col + length - 1] = reward
+            action_end[b, col + length - 1] = True
+            round_end[b, col + length - 1] = ends_round
+            row_spans.append(((e, i), col, length))
+            col += length
+        spans.append(row_spans)
+    if token_level:
+        adv, ret = algos.token_level_gae(rewards, vals, mask, action_end, round_end, gamma, lam,
+                                         token_gamma, token_lam)
+    elif sequential:
+        adv, ret = algos.sequential_gae(rewards, vals, mask, round_end, gamma, lam)
+    else:
+        adv, ret = algos.independent_gae(rewards, vals, mask, gamma, lam)
+    for b, row_spans in enumerate(spans):
+        for key, col, length in row_spans:
+            n_tokens = len(rollout.turns[key[0]][key[1]].action_ids)
+            a = adv[b, col:col + length]
+            adv_out[key] = a if token_level else a.expand(n_tokens).clone()
+            ret_out[key] = ret[b, col:col + length].clone()
+    return adv_out, ret_out
+
+
+def whiten(advantages: dict, keys: Sequence) -> dict:
+    """Normalise the advantages of ``keys`` to mean 0, std 1 over their real tokens."""
+    if not keys:
+        return {}
+    flat = torch.cat([advantages[k] for k in keys])
+    white = algos.masked_whiten(flat, torch.ones_like(flat, dtype=torch.bool))
+    out, start = {}, 0
+    for k in keys:
+        n = advantages[k].numel()
+        out[k] = white[start:start + n]
+        start += n
+    return out

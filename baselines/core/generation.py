@@ -1,0 +1,137 @@
+"""Text generation behind one small interface.
+
+A :class:`Generator` turns chat conversations into responses under a named adapter, returning
+the text and the exact token ids (prompt and response) the trainer later scores. The default
+backend is transformers ``generate`` (CPU or GPU). A vLLM backend would implement the same
+``generate`` method (load the base once, pass each adapter as a ``LoRARequest``) and is the place
+to add one; it is not built here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+import torch
+
+Messages = list[dict]
+
+
+@dataclass
+class SamplingSpec:
+    """How responses are drawn. ``greedy`` ignores temperature and top-p."""
+
+    max_new_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    greedy: bool = False
+
+
+@dataclass
+class Generation:
+    """Responses of one call, aligned with the input conversations."""
+
+    texts: list[str]
+    prompt_ids: list[list[int]]
+    action_ids: list[list[int]]
+    truncated: list[bool] = field(default_factory=list)  # hit max_new_tokens without stopping
+
+
+class Generator(Protocol):
+    """Anything that can answer conversations under a named adapter (``None``: bare base)."""
+
+    def generate(self, adapter: str | None, conversations: Sequence[Messages],
+                 sampling: SamplingSpec) -> Generation: ...
+
+
+def render_prompts(tokenizer, conversations: Sequence[Messages], max_prompt_tokens: int | None = None
+                   ) -> list[list[int]]:
+    """Chat-template each conversation (with the assistant generation prompt) into token ids.
+
+    Prompts longer than ``max_prompt_tokens`` keep their last tokens (the most recent context),
+    a documented truncation rather than an error mid-run.
+    """
+    out = []
+    for messages in conversations:
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        if max_prompt_tokens is not None and len(ids) > max_prompt_tokens:
+            ids = ids[-max_prompt_tokens:]
+        out.append(list(ids))
+    return out
+
+
+def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Left-pad token id rows into ``(input_ids, attention_mask)``."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        if r:
+            ids[i, width - len(r):] = torch.tensor(list(r), dtype=torch.long)
+            mask[i, width - len(r):] = 1
+    return ids, mask
+
+
+class HFGenerator:
+    """Batched, left-padded transformers ``generate`` on an :class:`~baselines.core.models.AdapterModel`.
+
+    Response ids keep the stop token (the policy must learn to stop) and drop padding; texts are
+    decoded without special tokens. Sampling draws from the global torch RNG, so a restored RNG
+    state replays a rollout exactly.
+    """
+
+    def __init__(self, model, batch_size: int = 32, max_prompt_tokens: int | None = None):
+        self.model = model
+        self.tokenizer = model.tokenizer
+        self.batch_size = batch_size
+        self.max_prompt_tokens = max_prompt_tokens
+        eos = self.tokenizer.eos_token_id
+        extra = model.peft.get_base_model().generation_config.eos_token_id
+        ids = {eos} | (set(extra) if isinstance(extra, (list, tuple)) else {extra})
+        self.stop_ids = sorted(i for i in ids if i is not None)
+
+    def generate(self, adapter: str | None, conversations: Sequence[Messages],
+                 sampling: SamplingSpec) -> Generation:
+        prompts = render_prompts(self.tokenizer, conversations, self.max_prompt_tokens)
+        result = Generation([], [], [], [])
+        for start in range(0, len(prompts), self.batch_size):
+            self._generate_chunk(adapter, prompts[start:start + self.batch_size], sampling, result)
+        return result
+
+    @torch.no_grad()
+    def _generate_chunk(self, adapter, prompts, sampling: SamplingSpec, result: Generation) -> None:
+        pad = self.tokenizer.pad_token_id
+        ids, mask = left_pad(prompts, pad)
+        kwargs = dict(
+            max_new_tokens=sampling.max_new_tokens, pad_token_id=pad, eos_token_id=self.stop_ids,
+            do_sample=not sampling.greedy,
+        )
+        if not sampling.greedy:
+            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+        else:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        device = self.model.device
+        peft = self.model.peft
+        was_training = peft.training
+        peft.eval()
+        try:
+            if adapter is None:
+                with self.model.reference():
+                    out = peft.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs)
+            else:
+                with self.model.using(adapter):
+                    out = peft.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs)
+        finally:
+            peft.train(was_training)
+        new = out[:, ids.shape[1]:].tolist()
+        stops = set(self.stop_ids)
+        for prompt, row in zip(prompts, new):
+            # generate pads a row only after its stop token, so a row without a stop token is
+            # max_new_tokens genuine samples (a sampled pad id included)
+            cut = next((i for i, tok in enumerate(row) if tok in stops), None)
+            action = row if cut is None else row[: cut + 1]
+            result.prompt_ids.append(list(prompt))
+            result.action_ids.append(list(action))
+            result.texts.append(self.tokenizer.decode(action, skip_special_tokens=True))
+            result.truncated.append(cut is None)

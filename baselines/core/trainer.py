@@ -1,0 +1,515 @@
+"""The training loop shared by MARFT, MARFT-shared and IPPO.
+
+One iteration: roll out episodes (one batched ``generate`` per agent), score the played turns
+(old log-probabilities, reference log-probabilities when ``algo.kl_coef > 0``, critic values),
+compute advantages (action or token level), then PPO epochs over shuffled minibatches with
+gradient accumulation, one optimiser per policy adapter and per critic. With
+``algo.agent_by_agent`` only one agent's turns train the policy in an iteration, rotating every
+``algo.rotate_every`` iterations (critics always train).
+
+Determinism: the rollout of iteration ``k`` resets the environments with a seed derived from
+``(train.seed, k)``, sampling and dropout draw from the global torch RNG, and minibatch order
+from a generator seeded with ``(train.seed, k)``. A checkpoint stores every adapter, value
+head, optimiser, scheduler, the RNG states and ``k``, so ``--resume`` continues bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+import marft_envs
+
+from . import algos
+from .advantages import compute_advantages, whiten
+from .checkpoint import capture_rng_state, latest_checkpoint, load_checkpoint, restore_rng_state, save_checkpoint
+from .config import Config, ConfigError
+from .critic import CENTRALIZED, Critics, centralized_messages
+from .generation import HFGenerator, SamplingSpec, render_prompts
+from .models import AdapterModel, LoraSpec, load_base, pack_sequences
+from .rollout import Rollout, TurnSample, collect
+
+EVAL_SEED = 1_000_003  # evaluation episodes are the same for every run and method
+LOGPROB_CHUNK = 1024
+
+
+def resolve_device(name: str) -> str:
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"train.device={name!r} but CUDA is not available; use cpu or auto")
+    return name
+
+
+def resolve_dtype(name: str, device: str) -> str:
+    if name == "auto":
+        return "bfloat16" if device.startswith("cuda") else "float32"
+    return name
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def env_overrides(cfg: Config, for_eval: bool) -> tuple[str, dict[str, Any]]:
+    """The environment id and ``make`` overrides of training or evaluation.
+
+    Training uses ``split=train`` when the user set no split and the env's dataset has a
+    train split (registered ids default to their test split, which is what evaluation uses).
+    """
+    env_id = cfg.env.eval_id if (for_eval and cfg.env.eval_id) else cfg.env.id
+    if env_id is None:
+        raise ConfigError("env.id is required: pass --env ID (see `marft-envs list`)")
+    try:
+        spec = marft_envs.spec(env_id)
+    except KeyError as exc:
+        raise ConfigError(str(exc.args[0])) from None
+    overrides = dict(cfg.env.overrides)
+    if for_eval:
+        overrides.pop("split", None)
+    elif "split" not in overrides and isinstance(spec.kwargs.get("dataset"), str):
+        import tasks
+
+        try:
+            if "train" in tasks.dataset_info(spec.kwargs["dataset"]).splits:
+                overrides["split"] = "train"
+        except (KeyError, ValueError):
+            pass
+    return env_id, overrides
+
+
+def _minibatches(indices: Sequence[int], size: int, generator: torch.Generator) -> list[list[int]]:
+    order = torch.randperm(len(indices), generator=generator).tolist()
+    shuffled = [indices[i] for i in order]
+    return [shuffled[i:i + size] for i in range(0, len(shuffled), size)]
+
+
+def _pad(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
+    out = torch.zeros(len(rows), width)
+    for b, r in enumerate(rows):
+        out[b, : r.numel()] = r.float()
+    return out
+
+
+def _schedule(kind: str, warmup: int, total: int) -> Callable[[int], float]:
+    def factor(step: int) -> float:
+        if warmup and step < warmup:
+            return (step + 1) / warmup
+        if kind == "constant" or total <= warmup:
+            return 1.0
+        progress = min(1.0, (step - warmup) / max(1, total - warmup))
+        return 1.0 - progress if kind == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    return factor
+
+
+class Trainer:
+    """Builds the model, adapters, critics, optimisers and environments of a run, and trains.
+
+    Args:
+        cfg: a validated :class:`Config` (``env.id`` required).
+        out_dir: run directory (config, metrics, checkpoints, plots).
+        base: an already loaded ``(model, tokenizer)`` to use instead of ``cfg.model.name``.
+        logger: object with ``log(step, metrics)`` and ``close()``; ``None`` keeps metrics in
+            :attr:`history` only.
+    """
+
+    def __init__(self, cfg: Config, out_dir: str | Path, base=None, logger=None):
+        from ..methods import get_method
+
+        self.cfg = cfg
+        self.out_dir = Path(out_dir)
+        self.method = get_method(cfg.algo.method)
+        self.device = resolve_device(cfg.train.device)
+        if cfg.train.deterministic:
+            torch.use_deterministic_algorithms(True)
+        seed_everything(cfg.train.seed)
+        env_id, overrides = env_overrides(cfg, for_eval=False)
+        self.env_id = env_id
+        self.venv = marft_envs.make_vec(env_id, cfg.env.num_envs, seed=cfg.train.seed, **overrides)
+        self.agents = list(self.venv.possible_agents)
+        self._eval_venv = None
+
+        model, tokenizer = base if base is not None else load_base(
+            cfg.model.name, resolve_dtype(cfg.model.dtype, self.device), self.device, cfg.train.seed)
+        model.to(self.device)
+        if cfg.model.gradient_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.enable_input_require_grads()
+        self.policy_names = self.method.policy_adapters(self.agents)
+        self.critic_names = self.method.critic_names(self.agents)
+        lora = LoraSpec(cfg.model.lora_r, cfg.model.lora_alpha, cfg.model.lora_dropout,
+                        list(cfg.model.target_modules))
+        self.model = AdapterModel(model, tokenizer, self.policy_names + self.critic_names, lora)
+        self.critics = Critics(self.model, self.critic_names, self.method.critic_kind)
+        self.pad_id = tokenizer.pad_token_id
+        self.generator = HFGenerator(self.model, batch_size=max(cfg.env.num_envs, 1),
+                                     max_prompt_tokens=cfg.model.max_prompt_tokens)
+
+        a = cfg.algo
+        self.optimizers: dict[str, torch.optim.Optimizer] = {}
+        for name in self.policy_names:
+            self.optimizers[f"policy/{name}"] = torch.optim.AdamW(
+                self.model.parameters(name), lr=a.lr, weight_decay=a.weight_decay)
+        for name in self.critic_names:
+            self.optimizers[f"critic/{name}"] = torch.optim.AdamW(
+                self.critics.parameters(name), lr=a.critic_lr, weight_decay=a.weight_decay)
+        per_step = a.minibatch_size * a.grad_accum
+        turns = cfg.train.episodes_per_iteration * len(self.agents)
+        total = cfg.train.iterations * a.ppo_epochs * max(1, math.ceil(turns / per_step))
+        self.schedulers = {
+            k: torch.optim.lr_scheduler.LambdaLR(opt, _schedule(a.scheduler, a.warmup_steps, total))
+            for k, opt in self.optimizers.items()
+        }
+        self.iteration = 0
+        self.history: list[dict[str, Any]] = []
+        self.logger = logger
+
+    # ------------------------------------------------------------------ public API
+
+    def train(self, progress: bool = False) -> list[dict[str, Any]]:
+        """Run until ``train.iterations``; evaluate, checkpoint and log on the way."""
+        t = self.cfg.train
+        if self.iteration == 0 and self.cfg.env.eval_episodes > 0:
+            self._log(0, self.evaluate(prefix="eval"))
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=t.iterations, initial=self.iteration, desc=f"{self.method.name}", unit="it")
+        while self.iteration < t.iterations:
+            metrics = self.step()
+            self._log(self.iteration, metrics)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(score=f"{metrics['train/score']:.3f}")
+            done = self.iteration >= t.iterations
+            if t.eval_every and self.iteration % t.eval_every == 0 and not done and self.cfg.env.eval_episodes:
+                self._log(self.iteration, self.evaluate(prefix="eval"))
+            if t.checkpoint_every and self.iteration % t.checkpoint_every == 0 and not done:
+                self.save()
+        if bar is not None:
+            bar.close()
+        if self.cfg.env.eval_episodes > 0 and t.iterations > 0 and not any(
+                h["step"] == self.iteration and "eval/score" in h for h in self.history):
+            self._log(self.iteration, self.evaluate(prefix="eval"))
+        self.save()
+        return self.history
+
+    def step(self) -> dict[str, float]:
+        """One iteration: rollout, scoring, advantages, PPO update. Returns its metrics."""
+        cfg, a = self.cfg, self.cfg.algo
+        it = self.iteration
+        t_start = time.perf_counter()
+        self.model.peft.eval()
+        sampling = SamplingSpec(cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=False)
+        rollout = collect(self.venv, self.generator, self.method.policy_adapter,
+                          cfg.train.episodes_per_iteration, sampling, seed=self.data_seed(it))
+        samples = [s for s in rollout.flat() if not rollout.episodes[s.episode].infra_error]
+        t_scored = time.perf_counter()
+        old_logp, ref_logp = self._score_policy(samples)
+        critic_ids = self._critic_prompts(samples)
+        old_values = self._score_values(samples, critic_ids)
+        t_model = time.perf_counter() - t_scored
+        valid = Rollout([e for e in rollout.episodes], rollout.turns)
+        adv, ret = compute_advantages(
+            valid, old_values, sequential=self.method.sequential, token_level=a.level == "token",
+            gamma=a.gamma, lam=a.lam, token_gamma=a.token_gamma, token_lam=a.token_lam)
+        keys = [(s.episode, s.index) for s in samples]
+        if a.normalize_advantages:
+            adv = whiten(adv, keys)
+        for k in keys:
+            algos.check_finite(f"advantages of turn {k}", adv[k])
+
+        self.model.peft.train()
+        t_update = time.perf_counter()
+        trained = self.agents_to_train(it)
+        generator = torch.Generator().manual_seed(cfg.train.seed * 1_000_003 + it)
+        metrics = self._rollout_metrics(rollout, samples)
+        metrics.update(self._update_policies(samples, trained, old_logp, ref_logp, adv, generator))
+        metrics.update(self._update_critics(samples, critic_ids, old_values, ret, generator))
+        t_model += time.perf_counter() - t_update
+        total = time.perf_counter() - t_start
+        metrics.update({
+            "time/iteration": total, "time/generate": rollout.generate_seconds,
+            "time/model": t_model, "time/env": rollout.env_seconds,
+            "time/other_fraction": max(0.0, total - rollout.generate_seconds - t_model) / total,
+        })
+        self.iteration += 1
+        return metrics
+
+    def data_seed(self, iteration: int) -> int:
+        """The environment seed of iteration ``iteration`` (the data position)."""
+        return self.cfg.train.seed * 1_000_000 + iteration * self.cfg.env.num_envs
+
+    def agents_to_train(self, iteration: int) -> list[str]:
+        """Agents whose turns train the policy in ``iteration`` (all, or one in rotation)."""
+        if not self.cfg.algo.agent_by_agent:
+            return list(self.agents)
+        return [self.agents[(iteration // self.cfg.algo.rotate_every) % len(self.agents)]]
+
+    @torch.no_grad()
+    def evaluate(self, episodes: int | None = None, greedy: bool | None = None,
+                 prefix: str = "eval") -> dict[str, float]:
+        """Play ``env.eval_episodes`` evaluation episodes; metrics ``<prefix>/score`` etc.
+
+        Runs under a forked RNG so evaluating never changes what training does next.
+        """
+        eps = self.play_eval(episodes, greedy)
+        n = max(1, len(eps))
+        out = {f"{prefix}/score": sum(e.score for e in eps) / n,
+               f"{prefix}/correct": sum(e.correct for e in eps) / n,
+               f"{prefix}/episodes": float(len(eps))}
+        for agent in self.agents:
+            out[f"{prefix}/agent/{agent}/return"] = sum(e.returns.get(agent, 0.0) for e in eps) / n
+        return out
+
+    @torch.no_grad()
+    def play_eval(self, episodes: int | None = None, greedy: bool | None = None,
+                  seed: int = EVAL_SEED):
+        """The evaluation episodes themselves (``marft_envs.Episode`` records)."""
+        cfg = self.cfg
+        n = cfg.env.eval_episodes if episodes is None else episodes
+        greedy = cfg.env.eval_greedy if greedy is None else greedy
+        if self._eval_venv is None:
+            env_id, overrides = env_overrides(cfg, for_eval=True)
+            self._eval_venv = marft_envs.make_vec(env_id, cfg.env.num_envs, seed=seed, **overrides)
+        sampling = SamplingSpec(cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=greedy)
+        was_training = self.model.peft.training
+        self.model.peft.eval()
+        with torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
+            torch.manual_seed(seed)
+            rollout = collect(self._eval_venv, self.generator, self.method.policy_adapter, n, sampling, seed)
+        self.model.peft.train(was_training)
+        return rollout.episodes
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "adapters": {n: self.model.adapter_state(n) for n in self.model.adapters},
+            "value_heads": self.critics.head_state(),
+            "optimizers": {k: o.state_dict() for k, o in self.optimizers.items()},
+            "schedulers": {k: s.state_dict() for k, s in self.schedulers.items()},
+            "rng": capture_rng_state(),
+            "iteration": self.iteration,
+            "data_position": {"iteration": self.iteration, "next_seed": self.data_seed(self.iteration)},
+            "history": self.history,
+            "config": self.cfg.to_dict(),
+        }
+
+    def save(self) -> Path:
+        """Checkpoint everything needed to resume (plus peft-format adapters for reuse)."""
+        return save_checkpoint(
+            self.out_dir, step=self.iteration, state=self.state(),
+            writers={"peft": lambda folder: self.model.peft.save_pretrained(folder)},
+            keep_last=self.cfg.train.keep_checkpoints)
+
+    def load(self, path: str | Path) -> int:
+        """Restore a checkpoint (a ``step_*`` folder or a run directory); returns its iteration."""
+        state = load_checkpoint(path)
+        missing = set(self.model.adapters) - set(state["adapters"])
+        if missing:
+            raise ValueError(f"checkpoint {state['path']} lacks adapters {sorted(missing)}: "
+                             f"was it written by another method or environment?")
+        for name in self.model.adapters:
+            self.model.load_adapter_state(name, {k: v.to(self.device) for k, v in state["adapters"][name].items()})
+        self.critics.load_head_state(state["value_heads"])
+        for k, opt in self.optimizers.items():
+            opt.load_state_dict(state["optimizers"][k])
+        for k, sched in self.schedulers.items():
+            sched.load_state_dict(state["schedulers"][k])
+        restore_rng_state(state["rng"])
+        self.iteration = int(state["iteration"])
+        self.history = list(state["history"])
+        return self.iteration
+
+    # ------------------------------------------------------------------ internals
+
+    def _log(self, step: int, metrics: dict[str, float]) -> None:
+        record = {"step": step, **metrics}
+        merged = next((h for h in self.history if h["step"] == step), None)
+        if merged is None:
+            self.history.append(record)
+        else:
+            merged.update(metrics)
+        if self.logger is not None:
+            self.logger.log(step, metrics)
+
+    def _forward_policy(self, adapter: str | None, samples: Sequence[TurnSample]):
+        batch = pack_sequences([s.prompt_ids for s in samples], [s.action_ids for s in samples],
+                               self.pad_id).to(self.device)
+        ctx = self.model.reference() if adapter is None else self.model.using(adapter)
+        with ctx:
+            logp, ent = self.model.action_logprobs(batch, self.cfg.model.temperature, LOGPROB_CHUNK)
+        return logp, ent, batch.mask
+
+    @torch.no_grad()
+    def _score_policy(self, samples: list[TurnSample]):
+        old, ref = {}, {}
+        size = self.cfg.algo.minibatch_size
+        for adapter in self.policy_names:
+            group = [s for s in samples if self.method.policy_adapter(s.agent) == adapter]
+            for i in range(0, len(group), size):
+                chunk = group[i:i + size]
+                for which, store in ((adapter, old), (None, ref)):
+                    if which is None and self.cfg.algo.kl_coef <= 0:
+                        continue
+                    logp, _, mask = self._forward_policy(which, chunk)
+                    for s, row, m in zip(chunk, logp.cpu(), mask.cpu()):
+                        store[(s.episode, s.index)] = row[m]
+        return old, ref
+
+    def _critic_prompts(self, samples: list[TurnSample]) -> dict[tuple[int, int], list[int]]:
+        if self.method.critic_kind != CENTRALIZED:
+            return {(s.episode, s.index): s.prompt_ids for s in samples}
+        convs = [centralized_messages(s.state, s.agent, s.role) for s in samples]
+        ids = render_prompts(self.model.tokenizer, convs, self.cfg.model.max_prompt_tokens)
+        return {(s.episode, s.index): p for s, p in zip(samples, ids)}
+
+    def _forward_values(self, name: str, samples: Sequence[TurnSample], critic_ids) -> torch.Tensor:
+        token = self.cfg.algo.level == "token"
+        batch = pack_sequences([critic_ids[(s.episode, s.index)] for s in samples],
+                               [s.action_ids if token else [] for s in samples], self.pad_id).to(self.device)
+        values = self.critics.values(name, batch)
+        return values if token else values[:, :1]
+
+    @torch.no_grad()
+    def _score_values(self, samples, critic_ids) -> dict[tuple[int, int], torch.Tensor]:
+        out = {}
+        size = self.cfg.algo.minibatch_size
+        for name in self.critic_names:
+            group = [s for s in samples if self.method.critic_name(s.agent) == name]
+            for i in range(0, len(group), size):
+                chunk = group[i:i + size]
+                values = self._forward_values(name, chunk, critic_ids).cpu()
+                for s, row in zip(chunk, values):
+                    n = len(s.action_ids) if self.cfg.algo.level == "token" else 1
+                    out[(s.episode, s.index)] = row[:n].clone()
+        return out
+
+    def _optimise(self, key: str, groups: list[list[int]], loss_fn) -> list[dict[str, float]]:
+        """Accumulate ``loss_fn(minibatch)`` over ``grad_accum`` minibatches per optimiser step."""
+        opt, sched = self.optimizers[key], self.schedulers[key]
+        params = [p for g in opt.param_groups for p in g["params"]]
+        accum = self.cfg.algo.grad_accum
+        stats = []
+        opt.zero_grad(set_to_none=True)
+        for k, mb in enumerate(groups):
+            loss, st = loss_fn(mb)
+            algos.check_finite(f"{key} loss", loss.detach())
+            (loss / accum).backward()
+            stats.append(st)
+            if (k + 1) % accum == 0 or k == len(groups) - 1:
+                norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.algo.max_grad_norm)
+                algos.check_finite(f"{key} gradient norm", norm.detach())
+                opt.step()
+                sched.step()
+                opt.zero_grad(set_to_none=True)
+                st["grad_norm"] = float(norm)
+        return stats
+
+    def _update_policies(self, samples, trained, old_logp, ref_logp, adv, generator) -> dict[str, float]:
+        a = self.cfg.algo
+        metrics: dict[str, float] = {}
+        for adapter in self.policy_names:
+            idx = [i for i, s in enumerate(samples)
+                   if s.agent in trained and self.method.policy_adapter(s.agent) == adapter]
+            if not idx:
+                continue
+
+            def loss_fn(mb: list[int], adapter=adapter):
+                chunk = [samples[i] for i in mb]
+                keys = [(s.episode, s.index) for s in chunk]
+                logp, ent, mask = self._forward_policy(adapter, chunk)
+                width = logp.shape[1]
+                old = _pad([old_logp[k] for k in keys], width).to(logp.device)
+                advantages = _pad([adv[k] for k in keys], width).to(logp.device)
+                loss, st = algos.ppo_policy_loss(logp, old, advantages, mask, a.clip_eps, a.clip_eps_high)
+                entropy = algos.entropy_bonus(ent, mask)
+                st["policy_loss"] = float(loss)
+                st["entropy"] = float(entropy)
+                loss = loss - a.ent_coef * entropy
+                if a.kl_coef > 0:
+                    ref = _pad([ref_logp[k] for k in keys], width).to(logp.device)
+                    kl = algos.masked_mean(algos.kl_penalty(logp, ref, a.kl_kind), mask)
+                    st["kl"] = float(kl)
+                    loss = loss + a.kl_coef * kl
+                return loss, st
+
+            stats = []
+            for _ in range(a.ppo_epochs):
+                stats += self._optimise(f"policy/{adapter}", _minibatches(idx, a.minibatch_size, generator), loss_fn)
+            for k in stats[0]:
+                vals = [s[k] for s in stats if k in s]
+                metrics[f"agent/{adapter}/{k}"] = sum(vals) / len(vals)
+            metrics[f"agent/{adapter}/lr"] = self.schedulers[f"policy/{adapter}"].get_last_lr()[0]
+        return metrics
+
+    def _update_critics(self, samples, critic_ids, old_values, returns, generator) -> dict[str, float]:
+        a = self.cfg.algo
+        metrics: dict[str, float] = {}
+        for name in self.critic_names:
+            idx = [i for i, s in enumerate(samples) if self.method.critic_name(s.agent) == name]
+            if not idx:
+                continue
+
+            def loss_fn(mb: list[int], name=name):
+                chunk = [samples[i] for i in mb]
+                keys = [(s.episode, s.index) for s in chunk]
+                values = self._forward_values(name, chunk, critic_ids)
+                width = values.shape[1]
+                mask = torch.zeros(values.shape, dtype=torch.bool)
+                for b, k in enumerate(keys):
+                    mask[b, : old_values[k].numel()] = True
+                mask = mask.to(values.device)
+                old = _pad([old_values[k] for k in keys], width).to(values.device)
+                ret = _pad([returns[k] for k in keys], width).to(values.device)
+                loss, st = algos.clipped_value_loss(values, old, ret, mask, a.value_clip_eps)
+                st["value_loss"] = float(loss)
+                return a.vf_coef * loss, st
+
+            stats = []
+            for _ in range(a.ppo_epochs):
+                stats += self._optimise(f"critic/{name}", _minibatches(idx, a.minibatch_size, generator), loss_fn)
+            for k in stats[0]:
+                vals = [s[k] for s in stats if k in s]
+                metrics[f"critic/{name}/{k}"] = sum(vals) / len(vals)
+        return metrics
+
+    def _rollout_metrics(self, rollout: Rollout, samples: list[TurnSample]) -> dict[str, float]:
+        eps = rollout.episodes
+        n = max(1, len(eps))
+        out = {
+            "train/score": sum(e.score for e in eps) / n,
+            "train/correct": sum(e.correct for e in eps) / n,
+            "train/infra_errors": float(sum(e.infra_error for e in eps)),
+            "train/turns_per_episode": len(samples) / n,
+        }
+        for agent in self.agents:
+            mine = [s for s in samples if s.agent == agent]
+            if mine:
+                out[f"agent/{agent}/reward"] = sum(s.reward for s in mine) / len(mine)
+                out[f"agent/{agent}/response_tokens"] = sum(len(s.action_ids) for s in mine) / len(mine)
+        return out
+
+
+def resume_path(path: str | Path) -> Path:
+    """The checkpoint to resume from: ``path`` itself or the newest one of a run directory."""
+    p = Path(path)
+    if (p / "meta.json").is_file():
+        return p
+    latest = latest_checkpoint(p)
+    if latest is None:
+        raise FileNotFoundError(f"--resume {str(p)!r}: no checkpoint found (expected "
+                                f"{p}/checkpoints/step_*/ from an earlier run)")
+    return latest

@@ -1,0 +1,91 @@
+"""``python -m baselines.eval RUN_DIR --env ID``: evaluate a trained run and write a result bundle.
+
+    python -m baselines.eval runs/marft-1/ --env math500-3agent            # latest checkpoint
+    python -m baselines.eval --model smollm2-135m --env arith-2agent        # the untrained base
+    python -m baselines.eval runs/marft-1/ --env math500-3agent env.eval_episodes=500 --sample
+
+The bundle (``leaderboard.schema.Bundle``: env spec, dataset hash, package version, method,
+model, config, seeds and every episode's transcript and verdict score) is written to
+``--out`` or ``RUN_DIR/eval-<env>/bundle.json``; the leaderboard re-grades it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .core.config import Config, ConfigError, apply_overrides, load_config
+
+
+def evaluate_run(cfg: Config, run_dir: Path | None, out: Path | None, greedy: bool | None = None) -> tuple[dict, Path]:
+    """Evaluate ``cfg`` (adapters from ``run_dir``'s latest checkpoint, if any); write the bundle."""
+    import marft_envs
+    from leaderboard.schema import Bundle, write_bundle
+
+    from .core.checkpoint import latest_checkpoint
+    from .core.trainer import EVAL_SEED, Trainer, env_overrides
+    from .methods import get_method
+
+    scratch = run_dir if run_dir is not None else Path(out or ".").parent
+    trainer = Trainer(cfg, scratch)
+    checkpoint = latest_checkpoint(run_dir) if run_dir is not None else None
+    if checkpoint is not None:
+        trainer.load(checkpoint)
+    episodes = trainer.play_eval(greedy=greedy)
+    env_id, overrides = env_overrides(cfg, for_eval=True)
+    n = max(1, len(episodes))
+    metrics = {"score": sum(e.score for e in episodes) / n, "correct": sum(e.correct for e in episodes) / n,
+               "episodes": len(episodes), "checkpoint": str(checkpoint) if checkpoint else None}
+    bundle = Bundle.from_episodes(
+        marft_envs.make(env_id, **overrides), episodes,
+        method=get_method(cfg.algo.method).bundle_name, model=cfg.model.name, config=cfg.to_dict(),
+        seeds=[EVAL_SEED + i for i in range(cfg.env.num_envs)], claimed_score=metrics["score"])
+    target = out or (run_dir or Path("runs")) / f"eval-{env_id}"
+    path = write_bundle(bundle, target)
+    return metrics, path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m baselines.eval", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", nargs="?", help="a training run directory (omit to evaluate --model untrained)")
+    parser.add_argument("--env", help="environment id to evaluate on (default: the run's env, test split)")
+    parser.add_argument("--model", help="model name when no run directory is given")
+    parser.add_argument("--method", default="marft", help="method name for a run-less evaluation")
+    parser.add_argument("--out", help="bundle path (.json file or directory)")
+    parser.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
+    parser.add_argument("overrides", nargs="*", metavar="key=value")
+    args = parser.parse_args(argv)
+    try:
+        extra = list(args.overrides)
+        if args.run_dir:
+            run_dir = Path(args.run_dir)
+            if not (run_dir / "config.yaml").is_file():
+                raise ConfigError(f"{run_dir} is not a run directory (no config.yaml)")
+            import yaml
+
+            cfg = Config.from_dict(yaml.safe_load((run_dir / "config.yaml").read_text()))
+            if args.env:
+                extra.append(f"env.eval_id={args.env}")
+            apply_overrides(cfg, extra)
+            cfg.validate()
+        else:
+            if not (args.model and args.env):
+                raise ConfigError("give a run directory, or --model and --env to evaluate an untrained model")
+            run_dir = None
+            cfg = load_config(args.method, None, [f"env.id={args.env}", f"model.name={args.model}"] + extra)
+        metrics, path = evaluate_run(cfg, run_dir, Path(args.out) if args.out else None,
+                                     greedy=False if args.sample else None)
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"score={metrics['score']:.4f} correct={metrics['correct']:.4f} episodes={metrics['episodes']} "
+          f"checkpoint={metrics['checkpoint']}")
+    print(f"bundle: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

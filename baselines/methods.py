@@ -1,0 +1,60 @@
+"""The three baselines as small specs over one trainer core.
+
+A spec says which adapters play which agent, which critics value which turn (and what they
+see), and how advantages are computed; :mod:`baselines.core.trainer` does the rest.
+
+| method        | policy adapters        | critic                                   | advantages              |
+|---------------|------------------------|------------------------------------------|-------------------------|
+| marft         | one per agent          | one centralized (role-conditioned state) | sequential (chained)    |
+| marft_shared  | one shared by all      | one centralized (role-conditioned state) | sequential (chained)    |
+| ippo          | one per agent          | one per agent, own observation only      | independent per agent   |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .core.critic import CENTRALIZED, OWN_OBSERVATION
+
+SHARED_POLICY = "policy"
+CENTRAL_CRITIC = "critic"
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """What distinguishes one baseline from another."""
+
+    name: str
+    bundle_name: str  # the name used by leaderboard bundles
+    shared_policy: bool
+    critic_kind: str  # CENTRALIZED or OWN_OBSERVATION
+    sequential: bool  # MARFT's chained decomposition (else independent per-agent GAE)
+
+    def policy_adapter(self, agent: str) -> str:
+        """The adapter that plays ``agent``."""
+        return SHARED_POLICY if self.shared_policy else agent
+
+    def critic_name(self, agent: str) -> str:
+        """The critic (adapter + value head) that values ``agent``'s turns."""
+        return CENTRAL_CRITIC if self.critic_kind == CENTRALIZED else f"critic_{agent}"
+
+    def policy_adapters(self, agents: list[str]) -> list[str]:
+        return list(dict.fromkeys(self.policy_adapter(a) for a in agents))
+
+    def critic_names(self, agents: list[str]) -> list[str]:
+        return list(dict.fromkeys(self.critic_name(a) for a in agents))
+
+
+METHODS: dict[str, MethodSpec] = {
+    "marft": MethodSpec("marft", "marft", shared_policy=False, critic_kind=CENTRALIZED, sequential=True),
+    "marft_shared": MethodSpec("marft_shared", "marft-shared", shared_policy=True,
+                               critic_kind=CENTRALIZED, sequential=True),
+    "ippo": MethodSpec("ippo", "ippo", shared_policy=False, critic_kind=OWN_OBSERVATION, sequential=False),
+}
+
+
+def get_method(name: str) -> MethodSpec:
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ValueError(f"unknown method {name!r}; valid: {sorted(METHODS)}") from None
