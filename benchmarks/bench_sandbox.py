@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from marft_envs.code.sandbox import ExecStatus, get_sandbox  # noqa: E402
-from marft_envs.code.sandbox.image import IMAGE  # noqa: E402
-from marft_envs.code.sandbox.select import probe  # noqa: E402
+from marft_envs.code.sandbox import ExecStatus, get_sandbox
+from marft_envs.code.sandbox.image import IMAGE
+from marft_envs.code.sandbox.select import probe
 
 PROGRAM = "print(int(input()) * 2)"
 
@@ -53,14 +53,39 @@ def sandbox_fn(sb):
 
 
 def host_python(i: int) -> None:
-    out = subprocess.run([sys.executable, "-S", "-c", PROGRAM], input=f"{i}\n", capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", PROGRAM],
+        input=f"{i}\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout == f"{2 * i}\n"
 
 
 def docker_run_cold(python: str):
     def one(i: int) -> None:
-        out = subprocess.run(["docker", "run", "--rm", "-i", "--network", "none", "--read-only", "--user", "65534:65534",
-                              IMAGE, python, "-c", PROGRAM], input=f"{i}\n", capture_output=True, text=True)
+        out = subprocess.run(
+            [
+                "docker",
+                "run",
+                "--rm",
+                "-i",
+                "--network",
+                "none",
+                "--read-only",
+                "--user",
+                "65534:65534",
+                IMAGE,
+                python,
+                "-c",
+                PROGRAM,
+            ],
+            input=f"{i}\n",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         assert out.stdout == f"{2 * i}\n", out.stderr
 
     return one
@@ -72,7 +97,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     rows: dict[str, tuple[float, float]] = {}
-    rows["host-python (anchor)"] = (rate(host_python, args.runs, 1), rate(host_python, args.runs, args.threads))
+    rows["host-python (anchor)"] = (
+        rate(host_python, args.runs, 1),
+        rate(host_python, args.runs, args.threads),
+    )
     for name in ("bwrap", "docker", "subprocess"):
         reason = probe(name)
         if reason:
@@ -94,10 +122,14 @@ def main() -> None:
         print(f"{name:<26}{one:>10.1f}{many:>12.1f}")
     host = rows["host-python (anchor)"][1]
     if "bwrap" in rows:
-        print(f"bwrap / host-python ({args.threads} threads): {rows['bwrap'][1] / host:.2f}  (target: >= 40/s absolute)")
+        print(
+            f"bwrap / host-python ({args.threads} threads): {rows['bwrap'][1] / host:.2f}  (target: >= 40/s absolute)"
+        )
     if "docker" in rows:
         cold = rows["docker-run-cold (anchor)"][1]
-        print(f"docker pool / docker-run-cold ({args.threads} threads): {rows['docker'][1] / cold:.1f}x  (target: >= 15/s absolute)")
+        print(
+            f"docker pool / docker-run-cold ({args.threads} threads): {rows['docker'][1] / cold:.1f}x  (target: >= 15/s absolute)"
+        )
 
 
 if __name__ == "__main__":

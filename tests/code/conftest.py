@@ -23,8 +23,15 @@ SERVICES = ROOT / "scripts" / "services.sh"
 ISOLATING = ("docker", "bwrap")
 ALL_BACKENDS = ("docker", "bwrap", "subprocess")
 #: Small limits keep the hostile suite fast; timeouts are per test.
-TEST_LIMITS = dict(timeout=5.0, memory_mb=256, pids=48, output_bytes=200_000, disk_mb=16,
-                   extra_files_bytes=100_000, nofile=128)
+TEST_LIMITS = {
+    "timeout": 5.0,
+    "memory_mb": 256,
+    "pids": 48,
+    "output_bytes": 200_000,
+    "disk_mb": 16,
+    "extra_files_bytes": 100_000,
+    "nofile": 128,
+}
 
 
 def require_sandboxes() -> bool:
@@ -34,14 +41,23 @@ def require_sandboxes() -> bool:
 def _unusable(name: str, reason: str) -> None:
     message = f"sandbox backend {name!r} is not usable here: {reason}"
     if require_sandboxes():
-        pytest.fail(f"{message} (MARFT_REQUIRE_SANDBOXES is set, so this is an error)", pytrace=False)
+        pytest.fail(
+            f"{message} (MARFT_REQUIRE_SANDBOXES is set, so this is an error)", pytrace=False
+        )
     pytest.skip(message)
 
 
 def _daemon_answers() -> bool:
     try:
-        return subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"],
-                              capture_output=True, timeout=20).returncode == 0
+        return (
+            subprocess.run(
+                ["docker", "version", "--format", "{{.Server.Version}}"],
+                capture_output=True,
+                timeout=20,
+                check=False,
+            ).returncode
+            == 0
+        )
     except (OSError, subprocess.SubprocessError):
         return False
 
@@ -52,14 +68,18 @@ def docker_service():
     answered_before = _daemon_answers()
     reason = probe("docker")
     if reason is not None:
-        proc = subprocess.run([str(SERVICES), "start"], capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [str(SERVICES), "start"], capture_output=True, text=True, timeout=900, check=False
+        )
         reason = probe("docker")
         if reason is not None:
-            reason += f"; scripts/services.sh start said: {(proc.stdout + proc.stderr).strip()[-800:]}"
+            reason += (
+                f"; scripts/services.sh start said: {(proc.stdout + proc.stderr).strip()[-800:]}"
+            )
     started_here = not answered_before and _daemon_answers()
     yield reason
     if started_here:
-        subprocess.run([str(SERVICES), "stop"], capture_output=True, timeout=120)
+        subprocess.run([str(SERVICES), "stop"], capture_output=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="session")

@@ -16,9 +16,9 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -75,89 +75,266 @@ def _stdout_is(text: str) -> Callable[[ExecResult, Host], None]:
 
 CASES = [
     # ---- process and thread bombs
-    Case("fork_bomb", "import os, time\nn = 0\nwhile True:\n    if os.fork() == 0:\n        time.sleep(1000)\n    n += 1\n", ERROR),
-    Case("fork_bomb_classic", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n", TIMEOUT, timeout=SHORT),
-    Case("thread_bomb", "import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()\n",
-         ERROR, subprocess_ok=True),
-    Case("cpu_burn_children", "import os\nfor _ in range(8):\n    if os.fork() == 0:\n        break\nwhile True:\n    pass\n",
-         TIMEOUT, timeout=SHORT),
+    Case(
+        "fork_bomb",
+        "import os, time\nn = 0\nwhile True:\n    if os.fork() == 0:\n        time.sleep(1000)\n    n += 1\n",
+        ERROR,
+    ),
+    Case(
+        "fork_bomb_classic",
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+        TIMEOUT,
+        timeout=SHORT,
+    ),
+    Case(
+        "thread_bomb",
+        "import threading, time\nwhile True:\n    threading.Thread(target=time.sleep, args=(1000,), daemon=True).start()\n",
+        ERROR,
+        subprocess_ok=True,
+    ),
+    Case(
+        "cpu_burn_children",
+        "import os\nfor _ in range(8):\n    if os.fork() == 0:\n        break\nwhile True:\n    pass\n",
+        TIMEOUT,
+        timeout=SHORT,
+    ),
     # ---- memory
     Case("memory_hog_at_once", "x = bytearray(4 * 1024**3)\n", MEMORY, subprocess_ok=True),
-    Case("memory_hog_gradual", "chunks = []\nwhile True:\n    chunks.append(bytearray(8 * 1024**2))\n", MEMORY, subprocess_ok=True),
-    Case("memory_mmap", "import mmap\nm = mmap.mmap(-1, 8 * 1024**3)\nm[-1] = 1\n", MEMORY, subprocess_ok=True),
+    Case(
+        "memory_hog_gradual",
+        "chunks = []\nwhile True:\n    chunks.append(bytearray(8 * 1024**2))\n",
+        MEMORY,
+        subprocess_ok=True,
+    ),
+    Case(
+        "memory_mmap",
+        "import mmap\nm = mmap.mmap(-1, 8 * 1024**3)\nm[-1] = 1\n",
+        MEMORY,
+        subprocess_ok=True,
+    ),
     Case("memory_string", "s = 'x' * (10 ** 10)\n", MEMORY, subprocess_ok=True),
     # ---- disk
-    Case("disk_hog_one_file", "with open('big', 'wb') as f:\n    while True:\n        f.write(b'x' * 2**20)\n        f.flush()\n",
-         ERROR, subprocess_ok=True),
-    Case("disk_hog_many_files", "i = 0\nwhile True:\n    open(f'f{i}', 'wb').write(b'x' * 2**20)\n    i += 1\n", ERROR),
-    Case("tmp_hog", "import tempfile, os\nd = tempfile.gettempdir()\ni = 0\nwhile True:\n"
-         "    open(os.path.join(d, f't{i}'), 'wb').write(b'x' * 2**20)\n    i += 1\n", ERROR),
-    Case("shm_hog", "i = 0\nwhile True:\n    open(f'/dev/shm/s{i}', 'wb').write(b'x' * 2**20)\n    i += 1\n", ERROR),
-    Case("inode_exhaustion", "i = 0\nwhile True:\n    open(f'e{i}', 'w').close()\n    i += 1\n", ERROR, timeout=20),
-    Case("fd_exhaustion", "fs = []\nwhile True:\n    fs.append(open('main.py'))\n", ERROR, subprocess_ok=True),
+    Case(
+        "disk_hog_one_file",
+        "with open('big', 'wb') as f:\n    while True:\n        f.write(b'x' * 2**20)\n        f.flush()\n",
+        ERROR,
+        subprocess_ok=True,
+    ),
+    Case(
+        "disk_hog_many_files",
+        "i = 0\nwhile True:\n    open(f'f{i}', 'wb').write(b'x' * 2**20)\n    i += 1\n",
+        ERROR,
+    ),
+    Case(
+        "tmp_hog",
+        "import tempfile, os\nd = tempfile.gettempdir()\ni = 0\nwhile True:\n"
+        "    open(os.path.join(d, f't{i}'), 'wb').write(b'x' * 2**20)\n    i += 1\n",
+        ERROR,
+    ),
+    Case(
+        "shm_hog",
+        "i = 0\nwhile True:\n    open(f'/dev/shm/s{i}', 'wb').write(b'x' * 2**20)\n    i += 1\n",
+        ERROR,
+    ),
+    Case(
+        "inode_exhaustion",
+        "i = 0\nwhile True:\n    open(f'e{i}', 'w').close()\n    i += 1\n",
+        ERROR,
+        timeout=20,
+    ),
+    Case(
+        "fd_exhaustion",
+        "fs = []\nwhile True:\n    fs.append(open('main.py'))\n",
+        ERROR,
+        subprocess_ok=True,
+    ),
     # ---- time
     Case("infinite_loop", "while True:\n    pass\n", TIMEOUT, subprocess_ok=True, timeout=SHORT),
     Case("c_level_loop", "sum(range(10 ** 18))\n", TIMEOUT, subprocess_ok=True, timeout=SHORT),
-    Case("regex_backtracking", "import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')\n", TIMEOUT, subprocess_ok=True, timeout=SHORT),
-    Case("sleep_forever", "import time\ntime.sleep(10 ** 6)\n", TIMEOUT, subprocess_ok=True, timeout=SHORT),
-    Case("ignore_signals", "import signal\nfor s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXCPU):\n"
-         "    signal.signal(s, signal.SIG_IGN)\nwhile True:\n    pass\n", TIMEOUT, subprocess_ok=True, timeout=SHORT),
-    Case("close_stdout_and_hang", "import os, time\nos.close(1)\nos.close(2)\ntime.sleep(1000)\n", TIMEOUT,
-         subprocess_ok=True, timeout=SHORT),
+    Case(
+        "regex_backtracking",
+        "import re\nre.match(r'(a+)+$', 'a' * 64 + 'b')\n",
+        TIMEOUT,
+        subprocess_ok=True,
+        timeout=SHORT,
+    ),
+    Case(
+        "sleep_forever",
+        "import time\ntime.sleep(10 ** 6)\n",
+        TIMEOUT,
+        subprocess_ok=True,
+        timeout=SHORT,
+    ),
+    Case(
+        "ignore_signals",
+        "import signal\nfor s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXCPU):\n"
+        "    signal.signal(s, signal.SIG_IGN)\nwhile True:\n    pass\n",
+        TIMEOUT,
+        subprocess_ok=True,
+        timeout=SHORT,
+    ),
+    Case(
+        "close_stdout_and_hang",
+        "import os, time\nos.close(1)\nos.close(2)\ntime.sleep(1000)\n",
+        TIMEOUT,
+        subprocess_ok=True,
+        timeout=SHORT,
+    ),
     # ---- reading the host
     Case("read_etc_shadow", "print(open('/etc/shadow').read())\n", ERROR, check=_stdout_is("")),
-    Case("read_host_secret_file", "import sys\nprint(open(sys.argv[2]).read())\n", ERROR, check=_nothing_leaked),
-    Case("search_fs_for_secret", "import os\nfor d, dirs, files in os.walk('/'):\n"
-         "    dirs[:] = [x for x in dirs if os.path.join(d, x) not in ('/proc', '/sys', '/dev', '/usr')]\n"
-         "    for f in files:\n        p = os.path.join(d, f)\n        try:\n"
-         "            text = open(p, errors='replace').read(100000)\n        except OSError:\n            continue\n"
-         "        if 'marft-secret-' in text and p != '/work/main.py':\n            print(p, text)\n", OK, timeout=20, check=_nothing_leaked),
-    Case("environment_secret", "import os\nprint(dict(os.environ))\n", OK, subprocess_ok=True, check=_nothing_leaked),
-    Case("proc_environ_of_others", "import os\nfor pid in os.listdir('/proc'):\n    if pid.isdigit():\n        try:\n"
-         "            print(pid, open(f'/proc/{pid}/environ', 'rb').read())\n        except OSError as e:\n            print(pid, e)\n",
-         OK, check=_nothing_leaked),
-    Case("proc_cmdline_of_others", "import os\nfor pid in os.listdir('/proc'):\n    if pid.isdigit():\n        try:\n"
-         "            print(pid, open(f'/proc/{pid}/cmdline', 'rb').read())\n        except OSError as e:\n            print(pid, e)\n",
-         OK, check=_nothing_leaked),
-    Case("docker_socket", "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('/var/run/docker.sock')\n", ERROR),
+    Case(
+        "read_host_secret_file",
+        "import sys\nprint(open(sys.argv[2]).read())\n",
+        ERROR,
+        check=_nothing_leaked,
+    ),
+    Case(
+        "search_fs_for_secret",
+        "import os\nfor d, dirs, files in os.walk('/'):\n"
+        "    dirs[:] = [x for x in dirs if os.path.join(d, x) not in ('/proc', '/sys', '/dev', '/usr')]\n"
+        "    for f in files:\n        p = os.path.join(d, f)\n        try:\n"
+        "            text = open(p, errors='replace').read(100000)\n        except OSError:\n            continue\n"
+        "        if 'marft-secret-' in text and p != '/work/main.py':\n            print(p, text)\n",
+        OK,
+        timeout=20,
+        check=_nothing_leaked,
+    ),
+    Case(
+        "environment_secret",
+        "import os\nprint(dict(os.environ))\n",
+        OK,
+        subprocess_ok=True,
+        check=_nothing_leaked,
+    ),
+    Case(
+        "proc_environ_of_others",
+        "import os\nfor pid in os.listdir('/proc'):\n    if pid.isdigit():\n        try:\n"
+        "            print(pid, open(f'/proc/{pid}/environ', 'rb').read())\n        except OSError as e:\n            print(pid, e)\n",
+        OK,
+        check=_nothing_leaked,
+    ),
+    Case(
+        "proc_cmdline_of_others",
+        "import os\nfor pid in os.listdir('/proc'):\n    if pid.isdigit():\n        try:\n"
+        "            print(pid, open(f'/proc/{pid}/cmdline', 'rb').read())\n        except OSError as e:\n            print(pid, e)\n",
+        OK,
+        check=_nothing_leaked,
+    ),
+    Case(
+        "docker_socket",
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('/var/run/docker.sock')\n",
+        ERROR,
+    ),
     # ---- writing the host
-    Case("write_outside_work_dir", "import sys, os\nfor p in ('/etc/x', '/usr/x', '/x', '/root/x', '/dev/x', '/usr/lib/x', os.path.join(sys.argv[3], 'x')):\n"
-         "    try:\n        open(p, 'w').write('x')\n        print('WROTE', p)\n    except OSError:\n        pass\n",
-         OK, check=_no_host_write),
-    Case("symlink_escape_in_results", "import os\nos.symlink('/etc/passwd', 'leak.txt')\nos.symlink('/', 'root')\n", OK,
-         subprocess_ok=True, check=lambda r, h: _assert(not r.extra_files, r.extra_files)),
+    Case(
+        "write_outside_work_dir",
+        "import sys, os\nfor p in ('/etc/x', '/usr/x', '/x', '/root/x', '/dev/x', '/usr/lib/x', os.path.join(sys.argv[3], 'x')):\n"
+        "    try:\n        open(p, 'w').write('x')\n        print('WROTE', p)\n    except OSError:\n        pass\n",
+        OK,
+        check=_no_host_write,
+    ),
+    Case(
+        "symlink_escape_in_results",
+        "import os\nos.symlink('/etc/passwd', 'leak.txt')\nos.symlink('/', 'root')\n",
+        OK,
+        subprocess_ok=True,
+        check=lambda r, h: _assert(not r.extra_files, r.extra_files),
+    ),
     # ---- network
-    Case("network_external", "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=3)\n", ERROR),
+    Case(
+        "network_external",
+        "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=3)\n",
+        ERROR,
+    ),
     Case("network_dns", "import socket\nsocket.getaddrinfo('pypi.org', 443)\n", ERROR),
-    Case("network_host_loopback", "import socket, sys\nsocket.create_connection(('127.0.0.1', int(sys.argv[4])), timeout=3)\n",
-         ERROR, check=_no_connection),
+    Case(
+        "network_host_loopback",
+        "import socket, sys\nsocket.create_connection(('127.0.0.1', int(sys.argv[4])), timeout=3)\n",
+        ERROR,
+        check=_no_connection,
+    ),
     # ---- processes outside the program
-    Case("kill_parent", "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\n"
-         "print('alive')\n", OK, check=_stdout_is("alive\n")),
-    Case("kill_everything", "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\nprint('alive')\n",
-         OK, check=_stdout_is("alive\n")),
-    Case("daemon_left_behind", "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-         "        time.sleep(1000)\n    os._exit(0)\nprint('parent done')\n", OK, check=_stdout_is("parent done\n")),
+    Case(
+        "kill_parent",
+        "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\nexcept OSError:\n    pass\n"
+        "print('alive')\n",
+        OK,
+        check=_stdout_is("alive\n"),
+    ),
+    Case(
+        "kill_everything",
+        "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\nprint('alive')\n",
+        OK,
+        check=_stdout_is("alive\n"),
+    ),
+    Case(
+        "daemon_left_behind",
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        "        time.sleep(1000)\n    os._exit(0)\nprint('parent done')\n",
+        OK,
+        check=_stdout_is("parent done\n"),
+    ),
     Case("become_root", "import os\nos.setuid(0)\n", ERROR),
-    Case("new_user_namespace", "import ctypes, sys\nlibc = ctypes.CDLL(None, use_errno=True)\n"
-         "sys.exit(7 if libc.unshare(0x10000000) == 0 else 0)\n", OK),
+    Case(
+        "new_user_namespace",
+        "import ctypes, sys\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "sys.exit(7 if libc.unshare(0x10000000) == 0 else 0)\n",
+        OK,
+    ),
     Case("chroot", "import os\nos.chroot('/tmp')\n", ERROR),
     # ---- output
-    Case("huge_stdout", "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n", OUTPUT, subprocess_ok=True),
-    Case("huge_stderr", "import sys\nwhile True:\n    sys.stderr.write('e' * 65536)\n", OUTPUT, subprocess_ok=True),
+    Case(
+        "huge_stdout",
+        "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n",
+        OUTPUT,
+        subprocess_ok=True,
+    ),
+    Case(
+        "huge_stderr",
+        "import sys\nwhile True:\n    sys.stderr.write('e' * 65536)\n",
+        OUTPUT,
+        subprocess_ok=True,
+    ),
     Case("one_huge_line", "print('y' * 10 ** 7)\n", OUTPUT, subprocess_ok=True),
-    Case("invalid_utf8", "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe\\x80 ok \\xed\\xa0\\x80')\nsys.stderr.buffer.write(b'\\xc3')\n",
-         OK, subprocess_ok=True, check=lambda r, h: _assert(r.stdout == "\ufffd\ufffd\ufffd ok \ufffd\ufffd\ufffd" and r.stderr == "\ufffd", r)),
+    Case(
+        "invalid_utf8",
+        "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe\\x80 ok \\xed\\xa0\\x80')\nsys.stderr.buffer.write(b'\\xc3')\n",
+        OK,
+        subprocess_ok=True,
+        check=lambda r, h: _assert(
+            r.stdout == "\ufffd\ufffd\ufffd ok \ufffd\ufffd\ufffd" and r.stderr == "\ufffd", r
+        ),
+    ),
     Case("close_stdout", "import os\nos.close(1)\nos.close(2)\n", OK, subprocess_ok=True),
     # ---- crashing the interpreter
-    Case("abort", "import os\nos.abort()\n", ERROR, subprocess_ok=True, check=lambda r, h: _assert(r.exit_code == -6, r.exit_code)),
-    Case("segfault", "import ctypes\nctypes.string_at(0)\n", ERROR, subprocess_ok=True,
-         check=lambda r, h: _assert(r.exit_code == -11, r.exit_code)),
+    Case(
+        "abort",
+        "import os\nos.abort()\n",
+        ERROR,
+        subprocess_ok=True,
+        check=lambda r, h: _assert(r.exit_code == -6, r.exit_code),
+    ),
+    Case(
+        "segfault",
+        "import ctypes\nctypes.string_at(0)\n",
+        ERROR,
+        subprocess_ok=True,
+        check=lambda r, h: _assert(r.exit_code == -11, r.exit_code),
+    ),
     # Through a C call (map) every level uses C stack, so the unlimited recursion crashes the interpreter.
-    Case("deep_recursion", "import sys\nsys.setrecursionlimit(10 ** 9)\ndef f(n):\n    return list(map(f, [n + 1]))\nf(0)\n",
-         ERROR, subprocess_ok=True, check=lambda r, h: _assert(r.exit_code == -11, r.exit_code)),
-    Case("self_sigkill_is_not_a_pass", "import os, signal\nprint('PASS')\nos.kill(os.getpid(), signal.SIGTERM)\n", ERROR,
-         subprocess_ok=True),
+    Case(
+        "deep_recursion",
+        "import sys\nsys.setrecursionlimit(10 ** 9)\ndef f(n):\n    return list(map(f, [n + 1]))\nf(0)\n",
+        ERROR,
+        subprocess_ok=True,
+        check=lambda r, h: _assert(r.exit_code == -11, r.exit_code),
+    ),
+    Case(
+        "self_sigkill_is_not_a_pass",
+        "import os, signal\nprint('PASS')\nos.kill(os.getpid(), signal.SIGTERM)\n",
+        ERROR,
+        subprocess_ok=True,
+    ),
 ]
 
 
@@ -226,10 +403,19 @@ def test_hostile(backend, case, sandbox_factory, listener, tmp_path, monkeypatch
     target.chmod(0o777)
     host = Host("marker-" + secrets.token_hex(8), secret_file, target, listener[0], listener[1])
 
-    r = sandbox.run(case.program, timeout=case.timeout, argv=[host.marker, str(secret_file), str(target), str(host.port)])
+    r = sandbox.run(
+        case.program,
+        timeout=case.timeout,
+        argv=[host.marker, str(secret_file), str(target), str(host.port)],
+    )
 
-    assert r.status is case.status, f"{case.name} on {backend}: {r.status} (exit {r.exit_code}) stderr={r.stderr[-800:]!r}"
-    assert len(r.stdout) <= TEST_LIMITS["output_bytes"] and len(r.stderr) <= TEST_LIMITS["output_bytes"]
+    assert r.status is case.status, (
+        f"{case.name} on {backend}: {r.status} (exit {r.exit_code}) stderr={r.stderr[-800:]!r}"
+    )
+    assert (
+        len(r.stdout) <= TEST_LIMITS["output_bytes"]
+        and len(r.stderr) <= TEST_LIMITS["output_bytes"]
+    )
     if case.check:
         case.check(r, host)
     deadline = time.monotonic() + 5

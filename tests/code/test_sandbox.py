@@ -7,7 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from marft_envs.code.sandbox import ExecResult, ExecStatus, SandboxLimits, available_backends, get_sandbox
+from marft_envs.code.sandbox import (
+    ExecResult,
+    ExecStatus,
+    SandboxLimits,
+    available_backends,
+    get_sandbox,
+)
 from marft_envs.code.sandbox import bwrap as bwrap_module
 from marft_envs.code.sandbox.docker_backend import DockerSandbox
 from marft_envs.code.sandbox.select import AUTO_ORDER
@@ -51,9 +57,13 @@ def test_extra_files_are_bounded(sandbox):
 
 
 def test_runs_do_not_share_state(sandbox):
-    first = sandbox.run("import os, tempfile\nopen('left.txt', 'w').write('x')\nopen(os.path.join(tempfile.gettempdir(), 'left2'), 'w').write('y')")
+    first = sandbox.run(
+        "import os, tempfile\nopen('left.txt', 'w').write('x')\nopen(os.path.join(tempfile.gettempdir(), 'left2'), 'w').write('y')"
+    )
     assert first.status is ExecStatus.OK, first.stderr
-    second = sandbox.run("import os, tempfile\nprint(os.path.exists('left.txt'), os.path.exists(os.path.join(tempfile.gettempdir(), 'left2')))")
+    second = sandbox.run(
+        "import os, tempfile\nprint(os.path.exists('left.txt'), os.path.exists(os.path.join(tempfile.gettempdir(), 'left2')))"
+    )
     assert second.stdout == "False False\n"
 
 
@@ -103,12 +113,23 @@ def test_environment_is_minimal(sandbox, monkeypatch):
     monkeypatch.setenv("MARFT_TEST_PARENT_VAR", "leak")
     r = sandbox.run("import os\nprint(sorted(os.environ))")
     assert "MARFT_TEST_PARENT_VAR" not in r.stdout
-    assert eval(r.stdout) == ["HOME", "LANG", "LC_ALL", "PATH", "PWD", "PYTHONDONTWRITEBYTECODE", "TMPDIR"]
+    assert eval(r.stdout) == [
+        "HOME",
+        "LANG",
+        "LC_ALL",
+        "PATH",
+        "PWD",
+        "PYTHONDONTWRITEBYTECODE",
+        "TMPDIR",
+    ]
 
 
 def test_parallel_runs_do_not_mix(sandbox):
     def one(i: int) -> tuple[int, str]:
-        r = sandbox.run(f"import sys\nprint({i}, sys.stdin.read())\nopen('mine', 'w').write('{i}')", stdin=str(i * 7))
+        r = sandbox.run(
+            f"import sys\nprint({i}, sys.stdin.read())\nopen('mine', 'w').write('{i}')",
+            stdin=str(i * 7),
+        )
         return i, r.stdout + repr(dict(r.extra_files))
 
     with ThreadPoolExecutor(4) as ex:
@@ -132,7 +153,11 @@ def test_isolating_backends_hide_site_packages(isolating_sandbox):
 def test_memory_limit_is_configurable(sandbox_factory):
     for name in ("bwrap", "docker"):
         sb = sandbox_factory(name)
-        small = get_sandbox(name, **{**TEST_LIMITS, "memory_mb": 96}, **({"pool_size": 1} if name == "docker" else {}))
+        small = get_sandbox(
+            name,
+            **{**TEST_LIMITS, "memory_mb": 96},
+            **({"pool_size": 1} if name == "docker" else {}),
+        )
         try:
             prog = "x = bytearray(150 * 2**20)\nprint('ok')"
             assert sb.run(prog).status is ExecStatus.OK
@@ -177,7 +202,7 @@ def test_auto_selection_prefers_docker_then_bwrap(sandbox_factory):
     assert usable[-1] == "subprocess" and "subprocess" not in AUTO_ORDER
     sb = get_sandbox()
     try:
-        assert sb.name == [n for n in AUTO_ORDER if n in usable][0]
+        assert sb.name == next(n for n in AUTO_ORDER if n in usable)
     finally:
         sb.close()
 

@@ -16,8 +16,9 @@ import math
 import posixpath
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Mapping
+from typing import Any
 
 #: Name of the program file in the work directory.
 PROGRAM_FILE = "main.py"
@@ -64,14 +65,18 @@ class SandboxLimits:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"SandboxLimits.{f.name} must be a number, got {value!r}")
             if not math.isfinite(value) or value <= 0:
-                raise ValueError(f"SandboxLimits.{f.name} must be a finite number > 0, got {value!r}")
+                raise ValueError(
+                    f"SandboxLimits.{f.name} must be a finite number > 0, got {value!r}"
+                )
         if self.memory_mb < 32:
-            raise ValueError(f"SandboxLimits.memory_mb must be >= 32 (Python needs it), got {self.memory_mb}")
+            raise ValueError(
+                f"SandboxLimits.memory_mb must be >= 32 (Python needs it), got {self.memory_mb}"
+            )
         if self.pids < 4:
             raise ValueError(f"SandboxLimits.pids must be >= 4, got {self.pids}")
 
     @classmethod
-    def from_kwargs(cls, base: "SandboxLimits | None" = None, **overrides: Any) -> "SandboxLimits":
+    def from_kwargs(cls, base: SandboxLimits | None = None, **overrides: Any) -> SandboxLimits:
         """``base`` (or the defaults) with ``overrides``; unknown names raise a clear TypeError."""
         valid = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - valid)
@@ -82,7 +87,7 @@ class SandboxLimits:
     @property
     def cpu_seconds(self) -> int:
         """CPU-time backstop (RLIMIT_CPU) for a run with wall limit ``timeout``."""
-        return int(math.ceil(self.timeout * max(1.0, self.cpus))) + 1
+        return math.ceil(self.timeout * max(1.0, self.cpus)) + 1
 
 
 @dataclass(frozen=True)
@@ -135,7 +140,15 @@ class Job:
 
 def infra_error(message: str, backend: str, elapsed: float = 0.0) -> ExecResult:
     """An `ExecResult` for a sandbox failure the program is not to blame for."""
-    return ExecResult(ExecStatus.INFRA_ERROR, None, "", f"sandbox infrastructure error ({backend}): {message}", elapsed, {}, backend)
+    return ExecResult(
+        ExecStatus.INFRA_ERROR,
+        None,
+        "",
+        f"sandbox infrastructure error ({backend}): {message}",
+        elapsed,
+        {},
+        backend,
+    )
 
 
 def decode(data: bytes) -> str:
@@ -187,7 +200,7 @@ class Sandbox(ABC):
         start = time.monotonic()
         try:
             return self._run(job)
-        except Exception as exc:  # a backend bug or a dying daemon: never the program's fault
+        except Exception as exc:  # noqa: BLE001 -- a backend bug or a dying daemon: never the program's fault
             return infra_error(f"{type(exc).__name__}: {exc}", self.name, time.monotonic() - start)
 
     @abstractmethod
@@ -197,7 +210,7 @@ class Sandbox(ABC):
     def close(self) -> None:
         """Release resources (containers, temp dirs). Idempotent."""
 
-    def __enter__(self) -> "Sandbox":
+    def __enter__(self) -> Sandbox:  # noqa: PYI034 -- Self needs Python 3.11
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -217,8 +230,14 @@ class Sandbox(ABC):
         checked: dict[str, bytes] = {}
         for name, content in (files or {}).items():
             if not isinstance(content, (str, bytes)):
-                raise TypeError(f"files[{name!r}] must be str or bytes, got {type(content).__name__}")
-            checked[check_file_name(name)] = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else bytes(content)
+                raise TypeError(
+                    f"files[{name!r}] must be str or bytes, got {type(content).__name__}"
+                )
+            checked[check_file_name(name)] = (
+                content.encode("utf-8", "surrogatepass")
+                if isinstance(content, str)
+                else bytes(content)
+            )
         args = tuple(argv or ())
         if not all(isinstance(a, str) and "\x00" not in a for a in args):
             raise TypeError(f"argv must be a list of str without NUL, got {argv!r}")

@@ -86,16 +86,26 @@ def python_layout(python: str) -> PythonLayout:
     """The (cached) layout of interpreter ``python``."""
     with _layouts_lock:
         if python not in _layouts:
-            out = subprocess.run([python, "-S", "-c", _LAYOUT_CODE], capture_output=True, text=True, timeout=30, check=True)
+            out = subprocess.run(
+                [python, "-S", "-c", _LAYOUT_CODE],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            )
             info = json.loads(out.stdout)
-            _layouts[python] = PythonLayout(info["executable"], info["prefix"], tuple(sorted(set(info["site_dirs"]))))
+            _layouts[python] = PythonLayout(
+                info["executable"], info["prefix"], tuple(sorted(set(info["site_dirs"])))
+            )
         return _layouts[python]
 
 
 def find_python(explicit: str | None = None) -> str:
     """The interpreter for sandboxed programs: ``explicit``, else the first of this process's
     interpreter, /usr/bin/python3, /usr/local/bin/python3 that the sandbox uid can execute."""
-    candidates = [explicit] if explicit else [sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"]
+    candidates = (
+        [explicit] if explicit else [sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"]
+    )
     for cand in candidates:
         if cand and _usable_by_sandbox(cand) and _usable_by_sandbox(python_layout(cand).executable):
             return cand
@@ -133,7 +143,16 @@ def _ro_binds(layout: PythonLayout) -> list[str]:
     hidden = {os.path.realpath(s) for s in ("/usr/lib/python3/dist-packages", *layout.site_dirs)}
     for site_dir in sorted(hidden):  # programs get the standard library only: empty, read-only
         if os.path.isdir(site_dir) and any(_under(site_dir, d) for d in dirs):
-            args += ["--perms", "0555", "--size", "4096", "--tmpfs", site_dir, "--remount-ro", site_dir]
+            args += [
+                "--perms",
+                "0555",
+                "--size",
+                "4096",
+                "--tmpfs",
+                site_dir,
+                "--remount-ro",
+                site_dir,
+            ]
     return args
 
 
@@ -163,7 +182,12 @@ class _RunDir:
         if _RunDir._libc is None:
             _RunDir._libc = ctypes.CDLL(None, use_errno=True)
         opts = f"size={int(disk_mb) * MB},nr_inodes=16384,uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755".encode()
-        if _RunDir._libc.mount(b"tmpfs", self.base.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts) != 0:
+        if (
+            _RunDir._libc.mount(
+                b"tmpfs", self.base.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts
+            )
+            != 0
+        ):
             err = ctypes.get_errno()
             raise OSError(err, f"cannot mount a tmpfs work dir at {self.base}: {os.strerror(err)}")
         self.mounted = True
@@ -193,11 +217,43 @@ class BwrapSandbox(Sandbox):
         """The full bwrap command line for ``job``."""
         layout = self._interpreter()
         env = program_env(WORK_DIR, "/tmp")
-        args = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-                "--new-session", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox"]
+        args = [
+            "bwrap",
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--uid",
+            str(SANDBOX_UID),
+            "--gid",
+            str(SANDBOX_UID),
+            "--hostname",
+            "sandbox",
+        ]
         args += _ro_binds(layout)
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(_SHM_BYTES), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
-        args += ["--bind", run_dir.work, WORK_DIR, "--bind", run_dir.tmp, "/tmp", "--chdir", WORK_DIR]
+        args += [
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            str(_SHM_BYTES),
+            "--tmpfs",
+            "/dev/shm",
+            "--remount-ro",
+            "/dev",
+        ]
+        args += [
+            "--bind",
+            run_dir.work,
+            WORK_DIR,
+            "--bind",
+            run_dir.tmp,
+            "/tmp",
+            "--chdir",
+            WORK_DIR,
+        ]
         if not run_dir.mounted:  # no host tmpfs: at least bound /tmp inside
             args += ["--size", str(int(self.limits.disk_mb) * MB), "--tmpfs", "/tmp"]
         # The root is a tmpfs bwrap made to hold the mount points: make it read-only, or
@@ -205,8 +261,16 @@ class BwrapSandbox(Sandbox):
         args += ["--remount-ro", "/", "--clearenv"]
         for key, value in env.items():
             args += ["--setenv", key, value]
-        args += ["--", "/usr/bin/prlimit", *prlimit_args(self.limits), "--",
-                 layout.executable, "-B", PROGRAM_FILE, *job.argv]
+        args += [
+            "--",
+            "/usr/bin/prlimit",
+            *prlimit_args(self.limits),
+            "--",
+            layout.executable,
+            "-B",
+            PROGRAM_FILE,
+            *job.argv,
+        ]
         return args
 
     def _run(self, job: Job) -> ExecResult:
@@ -218,7 +282,9 @@ class BwrapSandbox(Sandbox):
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             return infra_error(str(exc), self.name)
         run_dir = _RunDir(self.limits.disk_mb)
-        status_r, status_w = os.pipe()  # bwrap reports {"exit-code": N} there only if the program started
+        status_r, status_w = (
+            os.pipe()
+        )  # bwrap reports {"exit-code": N} there only if the program started
         try:
             populate(run_dir.work, job, SANDBOX_UID if _is_root() else None)
             cmd = self.command(job, run_dir)
@@ -239,10 +305,18 @@ class BwrapSandbox(Sandbox):
             os.close(status_r)
             run_dir.cleanup()
         if not (started or raw.timed_out or raw.output_exceeded):
-            return infra_error(decode(raw.stderr).strip() or f"bwrap exited with {raw.returncode}", self.name, raw.elapsed)
+            return infra_error(
+                decode(raw.stderr).strip() or f"bwrap exited with {raw.returncode}",
+                self.name,
+                raw.elapsed,
+            )
         code = signal_exit_code(raw.returncode)
-        status = classify(code, timed_out=raw.timed_out, output_exceeded=raw.output_exceeded, stderr=raw.stderr)
-        return ExecResult(status, code, decode(raw.stdout), decode(raw.stderr), raw.elapsed, extra, self.name)
+        status = classify(
+            code, timed_out=raw.timed_out, output_exceeded=raw.output_exceeded, stderr=raw.stderr
+        )
+        return ExecResult(
+            status, code, decode(raw.stdout), decode(raw.stderr), raw.elapsed, extra, self.name
+        )
 
 
 def _read_available(fd: int, limit: int = 65536) -> bytes:
@@ -275,9 +349,14 @@ def probe() -> str | None:
     result = BwrapSandbox(timeout=20).run("print('ok')")
     if result.status.value != "ok" or result.stdout.strip() != "ok":
         hint = ""
-        if any(s in result.stderr for s in ("uid map", "Permission denied", "Operation not permitted", "No permissions")):
-            hint = (" -- unprivileged user namespaces look restricted; allow them (e.g. sysctl "
-                    "kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0) or use docker")
+        if any(
+            s in result.stderr
+            for s in ("uid map", "Permission denied", "Operation not permitted", "No permissions")
+        ):
+            hint = (
+                " -- unprivileged user namespaces look restricted; allow them (e.g. sysctl "
+                "kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0) or use docker"
+            )
         return f"bubblewrap does not work here ({result.status.value}): {result.stderr.strip()[-500:]}{hint}"
     _probe_ok = True
     return None

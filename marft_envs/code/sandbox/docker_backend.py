@@ -34,7 +34,7 @@ from pathlib import Path
 from .base import WORK_DIR, ExecResult, ExecStatus, Job, Sandbox, decode, infra_error
 from .image import IMAGE
 from .outcome import classify
-from .rlimits import MB, _RESOURCE, rlimits
+from .rlimits import _RESOURCE, MB, rlimits
 from .subprocess_backend import program_env
 
 _SUPERVISOR = (Path(__file__).with_name("supervisor.py")).read_text()
@@ -73,7 +73,15 @@ class DockerSandbox(Sandbox):
 
     name = "docker"
 
-    def __init__(self, limits=None, *, pool_size: int | None = None, image: str = IMAGE, client=None, **overrides) -> None:
+    def __init__(
+        self,
+        limits=None,
+        *,
+        pool_size: int | None = None,
+        image: str = IMAGE,
+        client=None,
+        **overrides,
+    ) -> None:
         super().__init__(limits, **overrides)
         self.pool_size = int(pool_size or max(2, min(4, os.cpu_count() or 2)))
         if self.pool_size < 1:
@@ -127,7 +135,10 @@ class DockerSandbox(Sandbox):
                 user="0:0",
                 network_mode="none",
                 read_only=True,
-                tmpfs={d: f"size={disk}m,mode=1777,nr_inodes={_INODES},noexec,nosuid,nodev" for d in ("/work", "/tmp")},
+                tmpfs={
+                    d: f"size={disk}m,mode=1777,nr_inodes={_INODES},noexec,nosuid,nodev"
+                    for d in ("/work", "/tmp")
+                },
                 shm_size=MB,
                 mem_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
                 memswap_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
@@ -141,7 +152,9 @@ class DockerSandbox(Sandbox):
                 labels={LABEL: "1", f"{LABEL}.owner": _owner()},
                 stop_signal="SIGKILL",
             )
-            sock = self.client.api.attach_socket(c.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            sock = self.client.api.attach_socket(
+                c.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
             c.start()
         except Exception as exc:
             self._last_error = f"{type(exc).__name__}: {exc}"
@@ -161,14 +174,18 @@ class DockerSandbox(Sandbox):
         """Stop a container for good. The attach socket goes first: while it holds unread
         output, the daemon cannot finish a kill. Closing it also makes the supervisor exit
         (EOF on stdin), after which docker removes the container (auto_remove)."""
-        for close in (lambda: container.raw.shutdown(socket.SHUT_RDWR), container.raw.close, container.sock.close):
+        for close in (
+            lambda: container.raw.shutdown(socket.SHUT_RDWR),
+            container.raw.close,
+            container.sock.close,
+        ):
             try:
                 close()
             except OSError:
                 pass
         try:
             self.client.api.kill(container.id)
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 -- never let cleanup or reporting raise
             pass  # already exiting or gone: auto_remove finishes the job
 
     def _discard(self, container: _Container) -> None:
@@ -197,11 +214,13 @@ class DockerSandbox(Sandbox):
     def _run(self, job: Job) -> ExecResult:
         try:
             self.start()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- never let cleanup or reporting raise
             return infra_error(_explain(exc), self.name)
         container = self._take()
         if container is None:
-            return infra_error(f"no sandbox container is available (last error: {self._last_error})", self.name)
+            return infra_error(
+                f"no sandbox container is available (last error: {self._last_error})", self.name
+            )
         keep = False
         try:
             result, keep = self._exec(container, job)
@@ -235,8 +254,12 @@ class DockerSandbox(Sandbox):
         container.raw.sendall(_payload(job, lim, nonce.decode(), container.python))
         # base64 of the files + their names (100 paths of up to 4096 bytes) + JSON framing
         trailer_cap = lim.extra_files_bytes * 4 // 3 + 100 * 4096 * 2 + 65536
-        out, err, outcome = _read_frames(container.raw, start + job.timeout + _OUTER_GRACE,
-                                         {_STDOUT: lim.output_bytes + trailer_cap, _STDERR: lim.output_bytes}, nonce)
+        out, err, outcome = _read_frames(
+            container.raw,
+            start + job.timeout + _OUTER_GRACE,
+            {_STDOUT: lim.output_bytes + trailer_cap, _STDERR: lim.output_bytes},
+            nonce,
+        )
         elapsed = time.monotonic() - start
         report, stdout = _split_trailer(out, nonce)
         output_exceeded = outcome == "overflow" or len(stdout) > lim.output_bytes
@@ -249,19 +272,35 @@ class DockerSandbox(Sandbox):
             state = _container_state(self.client.api, container.id)
             if state.get("OOMKilled"):
                 return _result(ExecStatus.MEMORY, None, stdout, err, elapsed, {}, lim), False
-            return infra_error(f"the sandbox supervisor did not report (container state {state.get('Status')!r}): "
-                               f"{decode(err)[-500:]}", self.name, elapsed), False
+            return infra_error(
+                f"the sandbox supervisor did not report (container state {state.get('Status')!r}): "
+                f"{decode(err)[-500:]}",
+                self.name,
+                elapsed,
+            ), False
         if report.get("error") or not report.get("started"):
-            return infra_error(f"the sandbox supervisor failed: {report.get('error')}", self.name, elapsed), False
+            return infra_error(
+                f"the sandbox supervisor failed: {report.get('error')}", self.name, elapsed
+            ), False
         extra = {name: base64.b64decode(data) for name, data in report.get("files", {}).items()}
         code = None if report["timed_out"] or output_exceeded else report["exit"]
-        status = classify(code, timed_out=report["timed_out"], output_exceeded=output_exceeded, stderr=err)
+        status = classify(
+            code, timed_out=report["timed_out"], output_exceeded=output_exceeded, stderr=err
+        )
         keep = bool(report.get("clean")) and not output_exceeded
         return _result(status, code, stdout, err, elapsed, extra, lim), keep
 
 
 def _result(status, code, stdout: bytes, stderr: bytes, elapsed: float, extra, lim) -> ExecResult:
-    return ExecResult(status, code, decode(stdout[: lim.output_bytes]), decode(stderr[: lim.output_bytes]), elapsed, extra, "docker")
+    return ExecResult(
+        status,
+        code,
+        decode(stdout[: lim.output_bytes]),
+        decode(stderr[: lim.output_bytes]),
+        elapsed,
+        extra,
+        "docker",
+    )
 
 
 def _payload(job: Job, lim, nonce: str, python: str) -> bytes:
@@ -284,7 +323,9 @@ def _payload(job: Job, lim, nonce: str, python: str) -> bytes:
     return struct.pack(">Q", len(head)) + head + b"".join(files.values()) + job.stdin
 
 
-def _read_frames(sock: socket.socket, deadline: float, caps: dict[int, int], nonce: bytes) -> tuple[bytes, bytes, str]:
+def _read_frames(
+    sock: socket.socket, deadline: float, caps: dict[int, int], nonce: bytes
+) -> tuple[bytes, bytes, str]:
     """Demultiplex docker's attach stream until the supervisor's trailer, EOF, the deadline,
     or a stream over its cap. Returns (stdout, stderr, outcome), outcome being "report",
     "eof", "deadline" or "overflow". Never holds more than cap + one frame per stream.
@@ -337,7 +378,7 @@ def _split_trailer(out: bytes, nonce: bytes) -> tuple[dict | None, bytes]:
     """(supervisor report, program stdout). The report is the ``nonce...nonce`` block at the end."""
     begin = out.find(nonce)
     end = out.find(nonce, begin + 1) if begin >= 0 else -1
-    if begin < 0 or end < 0 or out[end + len(nonce):]:
+    if begin < 0 or end < 0 or out[end + len(nonce) :]:
         return None, out
     try:
         report = json.loads(base64.b64decode(out[begin + len(nonce) : end]))
@@ -349,7 +390,7 @@ def _split_trailer(out: bytes, nonce: bytes) -> tuple[dict | None, bytes]:
 def _container_state(api, container_id: str) -> dict:
     try:
         return api.inspect_container(container_id).get("State", {})
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 -- never let cleanup or reporting raise
         return {"Status": f"unknown ({type(exc).__name__})"}
 
 
@@ -362,7 +403,7 @@ def _remove_orphans(client) -> None:
     host = socket.gethostname()
     try:
         stale = client.api.containers(all=True, filters={"label": LABEL})
-    except Exception:
+    except Exception:  # noqa: BLE001 -- never let cleanup or reporting raise
         return
     for c in stale:
         owner = (c.get("Labels") or {}).get(f"{LABEL}.owner", "")
@@ -373,7 +414,7 @@ def _remove_orphans(client) -> None:
                     client.api.kill(c["Id"])  # auto_remove deletes it
                 else:
                     client.api.remove_container(c["Id"], force=True)
-            except Exception:
+            except Exception:  # noqa: BLE001, S110 -- never let cleanup or reporting raise
                 pass
 
 
@@ -391,7 +432,11 @@ def _explain(exc: Exception) -> str:
     text = f"{type(exc).__name__}: {exc}"
     if "ImageNotFound" in type(exc).__name__ or "No such image" in text:
         return f"the sandbox image {IMAGE} is missing; build it with `python -m marft_envs.code.sandbox.image build` ({text})"
-    if "Connection" in text or "FileNotFoundError" in text or "DockerException" in type(exc).__name__:
+    if (
+        "Connection" in text
+        or "FileNotFoundError" in text
+        or "DockerException" in type(exc).__name__
+    ):
         return f"no docker daemon answers; start one with `scripts/services.sh start` ({text})"
     return text
 
@@ -403,7 +448,7 @@ def probe() -> str | None:
         client = _docker_client(timeout=10)
         client.ping()
         client.images.get(IMAGE)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 -- never let cleanup or reporting raise
         return _explain(exc)
     finally:
         if client is not None:

@@ -25,7 +25,7 @@ import sys
 import sysconfig
 import tarfile
 import tempfile
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 IMAGE_REPO = "marft-sandbox"
 IMAGE_TAG = f"py{sys.version_info.major}.{sys.version_info.minor}"
@@ -34,8 +34,19 @@ IMAGE = f"{IMAGE_REPO}:{IMAGE_TAG}"
 LAYOUT_VERSION = 1
 
 #: Standard-library directories programs do not need (tests, GUI, installers).
-_SKIP_DIRS = {"site-packages", "dist-packages", "test", "tests", "idlelib", "tkinter", "turtledemo",
-              "ensurepip", "lib2to3", "__phello__", "config-3.11-x86_64-linux-gnu"}
+_SKIP_DIRS = {
+    "site-packages",
+    "dist-packages",
+    "test",
+    "tests",
+    "idlelib",
+    "tkinter",
+    "turtledemo",
+    "ensurepip",
+    "lib2to3",
+    "__phello__",
+    "config-3.11-x86_64-linux-gnu",
+}
 _SKIP_SUFFIXES = (".opt-1.pyc", ".opt-2.pyc", ".a", ".exe")
 _SKIP_PREFIXES = ("_tkinter", "_test", "xxlimited", "_xxtest", "_ctypes_test")
 _LDD_PATH = re.compile(r"(/\S+)")
@@ -48,7 +59,9 @@ def interpreter() -> str:
 
 def _stdlib_files(stdlib: str) -> Iterator[str]:
     for dirpath, dirnames, filenames in os.walk(stdlib):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("config-"))
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("config-")
+        )
         for name in sorted(filenames):
             if not name.endswith(_SKIP_SUFFIXES) and not name.startswith(_SKIP_PREFIXES):
                 yield os.path.join(dirpath, name)
@@ -58,7 +71,7 @@ def _shared_libs(binaries: Iterable[str]) -> set[str]:
     """Every shared library (and the loader) the binaries need, per ldd."""
     libs: set[str] = set()
     for binary in binaries:
-        out = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+        out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=False).stdout
         for line in out.splitlines():
             m = _LDD_PATH.search(line.split("=>")[-1])
             if m and os.path.exists(m.group(1)):
@@ -91,7 +104,11 @@ def rootfs_files() -> list[str]:
 
 def _top_level_links() -> dict[str, str]:
     """Host top-level symlinks such as /lib -> usr/lib, reproduced in the image."""
-    return {d: os.readlink("/" + d) for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32") if os.path.islink("/" + d)}
+    return {
+        d: os.readlink("/" + d)
+        for d in ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+        if os.path.islink("/" + d)
+    }
 
 
 def fingerprint(files: list[str]) -> str:
@@ -179,13 +196,17 @@ def build(force: bool = False, client=None) -> str:
             "WORKDIR /work",
             'CMD ["/usr/bin/python3"]',
         ]
-        client.api.import_image_from_file(tar_path, repository=IMAGE_REPO, tag=IMAGE_TAG, changes=changes)
+        client.api.import_image_from_file(
+            tar_path, repository=IMAGE_REPO, tag=IMAGE_TAG, changes=changes
+        )
     print(f"built image {IMAGE} ({len(files)} files, {size_mb:.1f} MB, fingerprint {fp})")
     return IMAGE
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m marft_envs.code.sandbox.image", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m marft_envs.code.sandbox.image", description=__doc__.splitlines()[0]
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="import the sandbox image (skipped when up to date)")
     b.add_argument("--force", action="store_true", help="rebuild even when up to date")
@@ -196,9 +217,12 @@ def main(argv: list[str] | None = None) -> int:
             build(force=args.force)
         else:
             labels = image_info()
-            print(f"image {IMAGE}: " + ("missing" if labels is None else json.dumps(labels, sort_keys=True)))
+            print(
+                f"image {IMAGE}: "
+                + ("missing" if labels is None else json.dumps(labels, sort_keys=True))
+            )
             return 0 if labels is not None else 1
-    except Exception as exc:  # CLI: one clear line, not a traceback
+    except Exception as exc:  # noqa: BLE001 -- CLI: one clear line, not a traceback
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -13,8 +13,9 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 _CHUNK = 65536
 #: After the main process exits, how long to wait for pipes held open by escaped
@@ -105,7 +106,7 @@ def run_bounded(
                     exited_at = time.monotonic()
                 elif fd == in_fd:
                     try:
-                        pending = pending[os.write(fd, pending[:_CHUNK]):]
+                        pending = pending[os.write(fd, pending[:_CHUNK]) :]
                     except BlockingIOError:
                         continue
                     except OSError:  # the program closed its stdin

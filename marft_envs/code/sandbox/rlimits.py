@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import resource
-from typing import Callable
+from collections.abc import Callable
 
 from .base import SandboxLimits
 

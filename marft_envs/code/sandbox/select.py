@@ -32,7 +32,7 @@ def probe(name: str) -> str | None:
         return None
     try:
         return _module(name).probe()
-    except Exception as exc:  # a probe must never take the caller down
+    except Exception as exc:  # noqa: BLE001 -- a probe must never take the caller down
         return f"{type(exc).__name__}: {exc}"
 
 
@@ -67,8 +67,10 @@ def get_sandbox(name: str | None = None, **limits: Any) -> Sandbox:
                 "get_sandbox('subprocess') runs code WITHOUT isolation"
             )
     elif name not in BACKENDS:
-        raise ValueError(f"unknown sandbox backend {name!r}; valid names are {sorted(BACKENDS)} or None (automatic)")
-    module_name, class_name = BACKENDS[name]
+        raise ValueError(
+            f"unknown sandbox backend {name!r}; valid names are {sorted(BACKENDS)} or None (automatic)"
+        )
+    class_name = BACKENDS[name][1]
     sandbox = getattr(_module(name), class_name)(**limits)
     log.info("sandbox backend: %s", sandbox.name)
     return sandbox

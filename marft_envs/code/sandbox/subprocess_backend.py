@@ -61,5 +61,18 @@ class SubprocessSandbox(Sandbox):
             extra = collect(workdir, job.files, self.limits.extra_files_bytes)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        status = classify(raw.returncode, timed_out=raw.timed_out, output_exceeded=raw.output_exceeded, stderr=raw.stderr)
-        return ExecResult(status, raw.returncode, decode(raw.stdout), decode(raw.stderr), raw.elapsed, extra, self.name)
+        status = classify(
+            raw.returncode,
+            timed_out=raw.timed_out,
+            output_exceeded=raw.output_exceeded,
+            stderr=raw.stderr,
+        )
+        return ExecResult(
+            status,
+            raw.returncode,
+            decode(raw.stdout),
+            decode(raw.stderr),
+            raw.elapsed,
+            extra,
+            self.name,
+        )

@@ -64,8 +64,8 @@ def as_sandbox_user(fn, *args):
             os.setuid(UID)
             data = fn(*args)
             while data:
-                data = data[os.write(w, data):]
-        except BaseException:
+                data = data[os.write(w, data) :]
+        except BaseException:  # noqa: BLE001 -- never let cleanup or reporting raise
             code = 1
         os._exit(code)
     os.close(w)
@@ -86,9 +86,9 @@ def write_files(names_sizes, blob):
         path = os.path.join(WORK, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        data = blob[offset:offset + size]
+        data = blob[offset : offset + size]
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
         os.close(fd)
         offset += size
     return b""
@@ -192,7 +192,7 @@ def start_program(cfg, blob, stdin_fd):
             write_files(cfg["files"], blob)
             exe = cfg["python"]
             os.execve(exe, [exe, "-B", "main.py", *cfg["argv"]], cfg["env"])
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 -- never let cleanup or reporting raise
             os.write(err_w, repr(exc).encode()[:1000])
         os._exit(127)
     os.close(err_w)
@@ -205,9 +205,16 @@ def run_job(header, blob, stdin_data):
     """Run one job; return the report dict."""
     inputs, offset = {}, 0
     for name, size in header["files"]:
-        inputs[name] = blob[offset:offset + size]
+        inputs[name] = blob[offset : offset + size]
         offset += size
-    report = {"started": False, "timed_out": False, "exit": None, "clean": False, "files": {}, "error": None}
+    report = {
+        "started": False,
+        "timed_out": False,
+        "exit": None,
+        "clean": False,
+        "files": {},
+        "error": None,
+    }
     try:
         stdin_fd = os.memfd_create("stdin")
         os.write(stdin_fd, stdin_data)
@@ -233,7 +240,7 @@ def run_job(header, blob, stdin_data):
         collected = json.loads(out) if ok else {"files": {}, "clean": False}
         report["files"] = collected["files"]
         report["clean"] = gone and collected["clean"]
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 -- never let cleanup or reporting raise
         report["error"] = f"{type(exc).__name__}: {exc}"
     return report
 
@@ -249,9 +256,13 @@ def main():
         stdin_data = read_exact(header["stdin_size"])
         report = run_job(header, blob, stdin_data)
         reap()
-        trailer = header["nonce"].encode() + base64.b64encode(json.dumps(report).encode()) + header["nonce"].encode()
+        trailer = (
+            header["nonce"].encode()
+            + base64.b64encode(json.dumps(report).encode())
+            + header["nonce"].encode()
+        )
         while trailer:
-            trailer = trailer[os.write(1, trailer):]
+            trailer = trailer[os.write(1, trailer) :]
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Mapping
+from collections.abc import Mapping
 
 from .base import PROGRAM_FILE, Job
 
