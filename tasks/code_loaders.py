@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import doctest
 import gzip
 import importlib.util
 import json
@@ -100,6 +99,8 @@ def _docstring_examples(prompt: str, entry_point: str) -> list[str]:
         return []
     doc = next((ast.get_docstring(n) or "" for n in ast.walk(tree)
                 if isinstance(n, ast.FunctionDef) and n.name == entry_point), "")
+    import doctest  # slow to import (pdb, unittest): only when HumanEval is loaded
+
     try:
         pairs = [(e.source.strip(), e.want.strip()) for e in doctest.DocTestParser().get_examples(doc)]
     except ValueError:  # malformed doctest layout: fall back to the line patterns below

@@ -208,3 +208,12 @@ def test_uncompilable_and_empty_programs_fail_without_a_sandbox_run():
         assert (r.outcome, r.passed, r.total) == ("runtime_error", 0, 3)
     io = Task(id="io", kind="code", prompt="p", io_tests=(IOTest("", "1"),))
     assert check("print(", io, sandbox=NoRun(), extract=False).total == 1
+
+
+def test_interpreter_crash_and_odd_strings(any_sb):
+    t = fn_task(SQUARE_TESTS)
+    crash = check("import ctypes\ndef f(x):\n    return ctypes.string_at(0)", t, sandbox=any_sb, extract=False)
+    assert crash.outcome == "runtime_error" and crash.passed == 0
+    # lone surrogates and NUL characters travel as data and simply compare unequal
+    odd = check("def f(x):\n    return '\\ud800\\x00'", t, sandbox=any_sb, extract=False)
+    assert (odd.outcome, odd.passed) == ("fail", 0)
