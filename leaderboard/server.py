@@ -113,6 +113,8 @@ def parse_bundle(body: bytes) -> Bundle:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise HTTPException(400, f"request body is not valid JSON: {e}") from None
+    except RecursionError:
+        raise HTTPException(400, "request body is not valid JSON: nested too deeply") from None
     try:
         return Bundle.model_validate(data)
     except ValidationError as e:

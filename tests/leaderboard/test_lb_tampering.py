@@ -143,6 +143,7 @@ def test_oversized_body_is_refused_with_413(server, token) -> None:
     [
         (b"{\"env_id\": \"arith-2agent\", ", 400, "not valid JSON"),
         (b"\xff\xfe garbage", 400, "not valid JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, 400, "nested too deeply"),
         (b"[1, 2, 3]", 422, "invalid bundle"),
         (b"{\"env_id\": \"arith-2agent\"}", 422, "episodes: Field required"),
     ],
