@@ -23,12 +23,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests" / "leaderboard")]
 
-import httpx  # noqa: E402
-from lb_helpers import play_bundle, start_server  # noqa: E402
-from sqlalchemy import select  # noqa: E402
+import httpx
+from lb_helpers import play_bundle, start_server
+from sqlalchemy import select
 
-from leaderboard.db import open_db  # noqa: E402
-from leaderboard.models import Submission  # noqa: E402
+from leaderboard.db import open_db
+from leaderboard.models import Submission
 
 
 def payloads(n: int, prefix: str, episodes: int) -> list[bytes]:
