@@ -685,12 +685,18 @@ def _trusted_names(prefix_ns: dict[str, Any], entry_point: str | None) -> set[st
     return (set(prefix_ns) | set(dir(builtins)) | set(sys.stdlib_module_names)) - {entry_point}
 
 
+@lru_cache(maxsize=1024)
+def _compiled(tests: tuple[str, ...], code_prefix: str, entry_point: str | None) -> _TestProgram:
+    """The tests compiled for replay, cached: environments grade the same tasks again and again.
+    The result is shared and must not be mutated."""
+    trusted = _trusted_names(_trusted_namespace(code_prefix, entry_point), entry_point)
+    return _compile_tests(tests, trusted, entry_point)
+
+
 def counted_tests(tests: tuple[str, ...], task: Any) -> list[str]:
     """The source of every test `run_python_tests` would count for ``task`` (no sandbox needed)."""
     prefix = str(task.metadata.get("code_prefix") or "")
-    prefix_ns = _trusted_namespace(prefix, task.entry_point)
-    compiled = _compile_tests(tuple(tests), _trusted_names(prefix_ns, task.entry_point), task.entry_point)
-    return [u.source for u in compiled.units if u.counted]
+    return [u.source for u in _compiled(tuple(tests), prefix, task.entry_point).units if u.counted]
 
 
 def run_python_tests(
@@ -710,12 +716,11 @@ def run_python_tests(
     ``code_prefix`` is trusted code whose definitions the tests may use on the host.
     Raises ValueError only when the tests themselves do not compile (a broken task).
     """
-    prefix_ns = _trusted_namespace(code_prefix, entry_point)
-    trusted = _trusted_names(prefix_ns, entry_point)
     try:
-        compiled = _compile_tests(tuple(tests), trusted, entry_point)
+        compiled = _compiled(tuple(tests), code_prefix, entry_point)
     except SyntaxError as e:
         raise ValueError(f"the task's tests do not compile: {e}") from e
+    prefix_ns = _trusted_namespace(code_prefix, entry_point)
     session = _Session()
     result = HarnessResult(units=[])
     outcomes: dict[int, tuple[TestOutcome, str]] = {}
