@@ -148,6 +148,24 @@ CASES = [
         ERROR,
         subprocess_ok=True,
     ),
+    # ---- state that could outlive a run in a pooled container (docker must discard it)
+    Case(
+        "sysv_shm_left_behind",
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "print('created' if libc.shmget(0x4D41, 4096, 0o1666) >= 0 else 'refused')\n",
+        OK,
+        check=lambda r, h: _assert(r.stdout in ("created\n", "refused\n"), r.stdout),
+    ),
+    Case(
+        "mqueue_left_behind",
+        "try:\n    open('/dev/mqueue/q', 'w').close()\nexcept OSError:\n    pass\n",
+        OK,
+    ),
+    Case(
+        "shm_file_left_behind",
+        "try:\n    open('/dev/shm/left', 'w').write('x')\nexcept OSError:\n    pass\n",
+        OK,
+    ),
     # ---- time
     Case("infinite_loop", "while True:\n    pass\n", TIMEOUT, subprocess_ok=True, timeout=SHORT),
     Case("c_level_loop", "sum(range(10 ** 18))\n", TIMEOUT, subprocess_ok=True, timeout=SHORT),
@@ -338,6 +356,19 @@ CASES = [
 ]
 
 
+#: Runs after every hostile program: the sandbox works and nothing of the last run is visible.
+CANARY = (
+    "import os\n"
+    "left = [p for d in ('.', '/tmp', '/dev/shm', '/dev/mqueue') if os.path.isdir(d) "
+    "for p in os.listdir(d) if p != 'main.py']\n"
+    "ipc = [l for f in ('shm', 'sem', 'msg') if os.path.exists('/proc/sysvipc/' + f) "
+    "for l in open('/proc/sysvipc/' + f).read().splitlines()[1:]]\n"
+    "print('canary' if not left and not ipc else f'left: {left} {ipc}')\n"
+)
+
+SUBPROCESS_CANARY = "import os\nleft = [p for p in os.listdir('.') if p != 'main.py']\nprint('canary' if not left else left)\n"
+
+
 def _assert(cond: bool, detail: object) -> None:
     assert cond, detail
 
@@ -422,8 +453,9 @@ def test_hostile(backend, case, sandbox_factory, listener, tmp_path, monkeypatch
     while _leftover_pids(host.marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _leftover_pids(host.marker) == [], f"{case.name} left processes running on the host"
-    canary = sandbox.run("print('canary')")
-    assert (canary.status, canary.stdout) == (OK, "canary\n"), canary.stderr
+    # subprocess shares the host's /tmp and IPC namespace: only its own work dir can be checked
+    canary = sandbox.run(CANARY if backend != "subprocess" else SUBPROCESS_CANARY)
+    assert (canary.status, canary.stdout) == (OK, "canary\n"), (canary.stdout, canary.stderr)
 
 
 def test_there_are_enough_hostile_cases():
