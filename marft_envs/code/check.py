@@ -22,7 +22,7 @@ from ..verdict import Verdict
 from .extract import defines, extract_program
 from .harness import UnitResult, counted_tests, run_python_tests
 
-__all__ = ["OUTCOMES", "TestReport", "build_program", "check", "default_sandbox", "outputs_match"]
+__all__ = ["OUTCOMES", "TestReport", "build_program", "check", "default_sandbox", "outputs_match", "shared_sandbox"]
 
 Outcome = Literal["pass", "fail", "timeout", "memory", "runtime_error", "infra_error"]
 #: Every outcome a check can have.
@@ -88,19 +88,31 @@ class TestReport:
         )
 
 
-_DEFAULT: Any = None
-_DEFAULT_LOCK = threading.Lock()
+_SHARED: dict[str, Any] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_sandbox(name: str | None = None) -> Any:
+    """The process-wide sandbox of backend ``name`` (None: chosen automatically), created on
+    first use and closed at interpreter exit. Environments and `check` share it, so many
+    environments in one process (vector rollouts) use one Docker pool, not one each.
+    Raises RuntimeError when ``name`` is None and no isolating backend runs here."""
+    key = name or "auto"
+    with _SHARED_LOCK:
+        if key not in _SHARED:
+            import atexit
+
+            from .sandbox import get_sandbox
+
+            sb = get_sandbox(name)
+            atexit.register(sb.close)
+            _SHARED[key] = sb
+        return _SHARED[key]
 
 
 def default_sandbox() -> Any:
-    """The process-wide automatically selected sandbox, created on first use."""
-    global _DEFAULT
-    with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            from .sandbox import get_sandbox
-
-            _DEFAULT = get_sandbox()
-        return _DEFAULT
+    """The automatically selected shared sandbox (``shared_sandbox(None)``)."""
+    return shared_sandbox(None)
 
 
 def build_program(code: str, task: Task) -> str:
@@ -200,12 +212,8 @@ def check(
         raise ValueError(f"tests must be one of {WHICH}, got {tests!r}")
     if task.kind != "code":
         raise ValueError(f"task {task.id!r} is a {task.kind} task, not a code task")
-    if sandbox is None:
-        sandbox = default_sandbox()
-    elif isinstance(sandbox, str):
-        from .sandbox import get_sandbox
-
-        sandbox = get_sandbox(sandbox)
+    if sandbox is None or isinstance(sandbox, str):
+        sandbox = shared_sandbox(sandbox)
     code = extract_program(completion) if extract else str(completion)
     program = build_program(code, task)
     start = time.monotonic()

@@ -20,8 +20,9 @@ class CodeVerifier:
 
     Args:
         sandbox: a :class:`~marft_envs.code.sandbox.Sandbox`, a backend name (``"docker"``,
-            ``"bwrap"``, ``"subprocess"``) or None to pick one automatically. The sandbox is
-            created on the first grade, so building an environment needs no Docker daemon.
+            ``"bwrap"``, ``"subprocess"``) or None to pick one automatically. Named and
+            automatic sandboxes are shared by the whole process and created on the first
+            grade, so building an environment needs no Docker daemon.
         reward: ``"fraction"`` of tests passed, or ``"all"`` (all-or-nothing).
         timeout: wall-clock seconds per sandbox run.
 
@@ -42,7 +43,6 @@ class CodeVerifier:
         self.timeout = float(timeout)
         self._spec = sandbox
         self._sandbox: Any = sandbox if sandbox is not None and not isinstance(sandbox, str) else None
-        self._owns_sandbox = self._sandbox is None
         self._lock = threading.Lock()
 
     @property
@@ -53,12 +53,14 @@ class CodeVerifier:
         return self._spec if isinstance(self._spec, str) else "auto"
 
     def sandbox(self) -> Any:
-        """The sandbox, created on first use (raises RuntimeError if none can run here)."""
+        """The sandbox: the one given, or the process-wide shared sandbox of the named backend
+        (or of the automatic choice), created on first use. Raises RuntimeError if none can
+        run here."""
         with self._lock:
             if self._sandbox is None:
-                from .sandbox import get_sandbox
+                from .check import shared_sandbox
 
-                self._sandbox = get_sandbox(self._spec)
+                self._sandbox = shared_sandbox(self._spec)
             return self._sandbox
 
     def _check(self, response: Any, task: Task, tests: str) -> Any:
@@ -125,8 +127,5 @@ class CodeVerifier:
         return "\n".join(lines)
 
     def close(self) -> None:
-        """Close the sandbox if this verifier created it."""
-        with self._lock:
-            if self._owns_sandbox and self._sandbox is not None:
-                self._sandbox.close()
-                self._sandbox = None
+        """Nothing to release: a given sandbox belongs to the caller, a shared one lives until
+        interpreter exit (it serves every environment of the process)."""

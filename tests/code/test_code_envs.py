@@ -152,3 +152,12 @@ def test_workflows_last_agent_is_graded():
     for n, name in ((2, "code-dual"), (3, "code-trio"), (4, "code-quartet")):
         wf = marft_envs.get_workflow(name)
         assert wf.n_agents == n and wf.answerer_index == n - 1 and wf.task_kind == "code"
+
+
+def test_environments_share_one_sandbox_per_backend():
+    a = marft_envs.make("code-2agent", sandbox="subprocess")
+    b = marft_envs.make("mbpp-3agent", sandbox="subprocess")
+    assert a.unwrapped.verifier.sandbox() is b.unwrapped.verifier.sandbox()
+    a.close()
+    b.close()
+    assert a.unwrapped.verifier.sandbox().run("print(1)").stdout == "1\n"  # closing an env keeps it
