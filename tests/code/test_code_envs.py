@@ -27,9 +27,9 @@ def play(env, actions_for):
 @pytest.mark.parametrize("env_id", IDS)
 def test_registered_ids_build_with_expected_team(env_id):
     env = marft_envs.make(env_id, sandbox="subprocess")
-    n = int(env_id.split("-")[1][0])
-    assert len(env.possible_agents) == n
-    assert env.possible_agents[-2 if n > 2 else -1].startswith("coder") or env.possible_agents[-1].startswith("coder")
+    teams = {2: ["planner_0", "coder_1"], 3: ["planner_0", "coder_1", "reviewer_2"],
+             4: ["analyst_0", "planner_1", "coder_2", "reviewer_3"]}
+    assert env.possible_agents == teams[int(env_id.split("-")[1][0])]
     assert marft_envs.spec(env_id).entry_point == "marft_envs.code.env:make_code_env"
     env.reset(seed=0)
     obs = env.observe(env.agent_selection)
