@@ -108,6 +108,14 @@ def write_adapter(
     return folder
 
 
+def stop_ids_of(model) -> list[int]:
+    """Token ids that end a response: the tokenizer's EOS first, then the model's own EOS ids."""
+    eos = model.tokenizer.eos_token_id
+    extra = model.peft.get_base_model().generation_config.eos_token_id
+    more = extra if isinstance(extra, (list, tuple)) else [extra]
+    return [eos] + [i for i in more if i is not None and i != eos]
+
+
 def lora_config_dict(model, name: str) -> dict[str, Any]:
     """peft's config of adapter ``name`` as a JSON-ready dict."""
     return dict(model.peft.peft_config[name].to_dict())
@@ -173,38 +181,58 @@ class VLLMGenerator:
         max_prompt_tokens: int | None = None,
         **engine_kwargs: Any,
     ) -> VLLMGenerator:
-        """An engine for an :class:`~baselines.core.models.AdapterModel`, its adapters synced once.
+        """An engine in this process for an :class:`~baselines.core.models.AdapterModel`, its
+        ``adapters`` (default: all; pass the policy adapters) synced once.
 
         ``base_path``: a folder (or Hub id) vLLM can load the base from; by default the base is
         exported to ``work_dir/base`` (cheap for small models; pass the original path for big
         ones). ``engine_kwargs`` go to ``vllm.LLM`` (``gpu_memory_utilization`` to colocate with
         training on one GPU, ``tensor_parallel_size``, ``dtype``, ``max_model_len``, ...).
         """
-        vllm = import_vllm()
-        work_dir = Path(work_dir)
         adapters = list(adapters if adapters is not None else model.adapters)
         if base_path is None:
-            base_path = export_base(model, work_dir / "base")
-        rank = max(int(model.peft.peft_config[n].r) for n in adapters)
+            base_path = export_base(model, Path(work_dir) / "base")
+        generator = cls.from_path(
+            base_path,
+            model.tokenizer,
+            work_dir,
+            num_adapters=len(adapters),
+            lora_rank=max(int(model.peft.peft_config[n].r) for n in adapters),
+            stop_ids=stop_ids_of(model),
+            max_prompt_tokens=max_prompt_tokens,
+            **engine_kwargs,
+        )
+        generator.sync_from(model, adapters)
+        return generator
+
+    @classmethod
+    def from_path(
+        cls,
+        base_path: str | Path,
+        tokenizer,
+        work_dir: str | Path,
+        num_adapters: int,
+        lora_rank: int,
+        stop_ids: Sequence[int],
+        max_prompt_tokens: int | None = None,
+        **engine_kwargs: Any,
+    ) -> VLLMGenerator:
+        """An engine on a base model folder, with no adapter yet (sync them before generating).
+
+        What a remote generator builds on its own GPUs (see ``baselines.distributed.placement``).
+        """
+        vllm = import_vllm()
         kwargs = {
             "model": str(base_path),
             "enable_lora": True,
-            "max_loras": len(adapters),
-            "max_lora_rank": vllm_lora_rank(rank),
+            "max_loras": num_adapters,
+            "max_lora_rank": vllm_lora_rank(lora_rank),
             "gpu_memory_utilization": 0.4,  # leaves room for training on the same GPU
             **engine_kwargs,
         }
-        engine = vllm.LLM(**kwargs)
-        eos = model.tokenizer.eos_token_id
-        extra = model.peft.get_base_model().generation_config.eos_token_id
-        stops = [eos] + [
-            i
-            for i in (extra if isinstance(extra, (list, tuple)) else [extra])
-            if i is not None and i != eos
-        ]
-        generator = cls(engine, model.tokenizer, work_dir / "adapters", stops, max_prompt_tokens)
-        generator.sync_from(model, adapters)
-        return generator
+        return cls(
+            vllm.LLM(**kwargs), tokenizer, Path(work_dir) / "adapters", stop_ids, max_prompt_tokens
+        )
 
     # -- the Generator interface ---------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from baselines.distributed.ray_group import source_runtime_env
@@ -11,6 +13,8 @@ from baselines.distributed.ray_group import source_runtime_env
 def ray_cluster():
     """``ray.init(num_cpus=2)`` with a small object store and no dashboard; shut down at the end."""
     ray = pytest.importorskip("ray", reason="the Ray tests need the 'ray' extra")
+    # test modules are not importable in worker processes: ship their functions by value
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__.rpartition(".")[0]])
     ray.init(
         num_cpus=2,
         object_store_memory=100 * 1024**2,
