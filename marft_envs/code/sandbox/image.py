@@ -181,6 +181,7 @@ def build(force: bool = False, client=None) -> str:
     files = rootfs_files()
     fp = fingerprint(files)
     labels = image_info(client)
+    old_id = client.images.get(IMAGE).id if labels is not None else None
     if labels is not None and labels.get("marft.fingerprint") == fp and not force:
         print(f"image {IMAGE} is up to date (fingerprint {fp})")
         return IMAGE
@@ -199,6 +200,11 @@ def build(force: bool = False, client=None) -> str:
         client.api.import_image_from_file(
             tar_path, repository=IMAGE_REPO, tag=IMAGE_TAG, changes=changes
         )
+    if old_id and old_id != client.images.get(IMAGE).id:
+        try:  # the previous build, now untagged; kept if a container still uses it
+            client.images.remove(old_id)
+        except Exception:  # noqa: BLE001, S110 -- only housekeeping
+            pass
     print(f"built image {IMAGE} ({len(files)} files, {size_mb:.1f} MB, fingerprint {fp})")
     return IMAGE
 
