@@ -625,7 +625,8 @@ def _run_round(sandbox: Any, program: str, setup: str, requests: dict[str, dict[
     keys = list(requests)
     calls = [dict(requests[k], id=i) for i, k in enumerate(keys)]
     nonce = secrets.token_hex(16)
-    payload = json.dumps({"program": program, "setup": setup, "calls": calls})
+    # A Python literal of str/int/bool/list/dict (see runner.py): the runner needs no json.
+    payload = repr({"program": program, "setup": setup, "calls": calls})
     res = sandbox.run(runner_source(), stdin=nonce + "\n" + payload, timeout=timeout)
     result.elapsed += res.elapsed
     result.backend = getattr(res, "backend", "") or getattr(sandbox, "name", "")
