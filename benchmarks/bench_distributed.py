@@ -1,7 +1,7 @@
 """Rollout throughput (episodes per second) in-process vs on Ray environment workers.
 
     python benchmarks/bench_distributed.py [--workers 2] [--num-envs 8] [--math-episodes 480]
-                                           [--code-episodes 24]
+                                           [--code-episodes 48]
 
 A scripted policy plays ``math-3agent`` (answers verified by the math checker) and ``code-3agent``
 (a program that defines the asked-for function, run against the task's tests in the sandbox),
@@ -60,7 +60,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--num-envs", type=int, default=8)
     p.add_argument("--math-episodes", type=int, default=480)
-    p.add_argument("--code-episodes", type=int, default=24)
+    p.add_argument("--code-episodes", type=int, default=48)
     args = p.parse_args()
 
     import ray

@@ -171,7 +171,7 @@ class RayWorkerGroup(WorkerGroup):
         self._actors[s] = actor = self._spawn(s)
         log = self._logs[s]
         refs = [actor.ready.remote()]
-        if log.waiting is not None:  # the shard had been reset: rebuild its state
+        if log.views is not None:  # the shard had been reset: rebuild its state
             refs.append(actor.reset.remote(log.seed, log.options))
             refs += [actor.step.remote(agent, idx, acts) for agent, idx, acts in log.steps]
         try:
@@ -183,12 +183,15 @@ class RayWorkerGroup(WorkerGroup):
                 s, f"{why}; then its replacement failed ({type(exc).__name__}: {exc})"
             )
         if replayed:
-            waiting = replayed[-1] if not log.steps else replayed[-1].waiting
-            if waiting != log.waiting:
+            views = dict(replayed[0])
+            for result in replayed[1:]:
+                views.update(result.views)
+            if views != log.views:
+                differ = sorted(i for i in log.views if views.get(i) != log.views[i])
                 raise WorkerError(
-                    f"{where} was lost ({why}) and its replay does not reproduce its state "
-                    f"(agents waiting {waiting} instead of {log.waiting}): the environment is not "
-                    "deterministic in its seed and actions, so the rollout is abandoned."
+                    f"{where} was lost ({why}) and its replay does not reproduce what its "
+                    f"environments showed (local environments {differ} differ): the environment "
+                    "is not deterministic in its seed and actions, so the rollout is abandoned."
                 )
 
     def _kill(self, s: int) -> None:

@@ -73,18 +73,31 @@ class _Factory:
         return make(self.env_spec, **self.overrides)
 
 
+@dataclass(frozen=True)
+class View:
+    """What one environment shows the agent it waits on (one entry of a :class:`Batch`)."""
+
+    agent: str
+    observation: dict[str, Any]
+    messages: list[dict[str, str]]
+    state: str
+
+
 @dataclass
 class ShardStep:
-    """What a shard returns from a step: finished episodes (in index order) and who waits now."""
+    """What a shard returns from a step: finished episodes (in index order) and the new views
+    of the environments it stepped (local index -> view)."""
 
     episodes: list[Episode]
-    waiting: dict[str, int]
+    views: dict[int, View]
 
 
 class EnvShard:
     """A contiguous slice of the group's environments, stepped by one worker.
 
     Indices at this interface are local (``0 .. num_envs - 1``); the group adds the offset.
+    Every reset and step returns the views of the environments it changed, so the group builds
+    the next batch without another call (one round trip per batch).
     Plain Python, so the same class runs in-process and inside a Ray actor.
     """
 
@@ -103,20 +116,30 @@ class EnvShard:
 
     def reset(
         self, seed: int | None, options: Sequence[dict[str, Any] | None] | None
-    ) -> dict[str, int]:
+    ) -> dict[int, View]:
         """Reset with the group seed (this shard's environment ``i`` gets ``seed + offset + i``)."""
         self.venv.reset(seed=None if seed is None else seed + self.offset, options=options)
-        return dict(self.venv.waiting())
-
-    def batch(self, agent: str) -> Batch:
-        """The local batch of environments waiting on ``agent`` (indices local to the shard)."""
-        return self.venv.next_batch(agent)
+        return self.views(range(self.venv.num_envs))
 
     def step(self, agent: str, indices: list[int], actions: list[Any]) -> ShardStep:
         """Apply ``actions`` to local environments ``indices`` (all waiting on ``agent``)."""
         stub = Batch(agent, list(indices), [], [], [])
         episodes = self.venv.step(stub, actions)
-        return ShardStep(episodes, dict(self.venv.waiting()))
+        return ShardStep(episodes, self.views(indices))
+
+    def views(self, indices) -> dict[int, View]:
+        """Current views of local environments ``indices``, built by ``VectorFlexEnv.next_batch``."""
+        wanted = set(indices)
+        out: dict[int, View] = {}
+        for agent in {a for i, a in enumerate(self._selection()) if i in wanted}:
+            b = self.venv.next_batch(agent)
+            for k, i in enumerate(b.env_indices):
+                if i in wanted:
+                    out[i] = View(agent, b.observations[k], b.messages[k], b.states[k])
+        return out
+
+    def _selection(self) -> list[str]:
+        return [env.agent_selection for env in self.venv.envs]
 
     def close(self) -> None:
         self.venv.close()
@@ -129,7 +152,7 @@ class _ShardLog:
     seed: int | None = None
     options: list | None = None
     steps: list[tuple[str, list[int], list[Any]]] = field(default_factory=list)
-    waiting: dict[str, int] | None = None  # None until the reset has completed
+    views: dict[int, View] | None = None  # current view of each local env; None until reset
 
 
 class WorkerGroup(ABC):
@@ -183,38 +206,32 @@ class WorkerGroup(ABC):
             opts = None if options is None else list(options[offset : offset + size])
             self._logs[s] = _ShardLog(seed, opts)
             calls[s] = ("reset", (seed, opts))
-        for s, waiting in self._call(calls).items():
-            self._logs[s].waiting = waiting
+        for s, views in self._call(calls).items():
+            self._logs[s].views = views
         self._ready = True
 
     def waiting(self) -> Counter[str]:
         """How many environments wait on each agent id, over all shards."""
         self._require_reset()
-        total: Counter[str] = Counter()
-        for log in self._logs:
-            total.update(log.waiting or {})
-        return +total
+        return Counter(view.agent for log in self._logs for view in (log.views or {}).values())
 
     def next_batch(self, agent: str | None = None) -> Batch:
         """The batch for ``agent`` or for the agent most environments wait on (VectorFlexEnv's rule)."""
         counts = self.waiting()
         if agent is None:
             agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
-        calls = {
-            s: ("batch", (agent,))
-            for s, log in enumerate(self._logs)
-            if (log.waiting or {}).get(agent)
-        }
-        if not calls:
-            raise ValueError(f"No environment waits on {agent!r}; waiting: {dict(counts)}")
-        parts = self._call(calls)
         merged = Batch(agent, [], [], [], [])
-        for s in sorted(parts):
-            part, offset = parts[s], self.shards[s][0]
-            merged.env_indices += [offset + i for i in part.env_indices]
-            merged.observations += part.observations
-            merged.messages += part.messages
-            merged.states += part.states
+        for s, log in enumerate(self._logs):
+            offset = self.shards[s][0]
+            for i in sorted(log.views or {}):
+                view = log.views[i]
+                if view.agent == agent:
+                    merged.env_indices.append(offset + i)
+                    merged.observations.append(view.observation)
+                    merged.messages.append(view.messages)
+                    merged.states.append(view.state)
+        if not merged.env_indices:
+            raise ValueError(f"No environment waits on {agent!r}; waiting: {dict(counts)}")
         return merged
 
     def step(self, batch: Batch, actions: Sequence[Any]) -> list[Episode]:
@@ -236,7 +253,7 @@ class WorkerGroup(ABC):
         finished: list[Episode] = []
         for s in sorted(results):
             self._logs[s].steps.append((batch.agent, *per_shard[s]))
-            self._logs[s].waiting = results[s].waiting
+            self._logs[s].views.update(results[s].views)
             finished += results[s].episodes
         return finished
 
