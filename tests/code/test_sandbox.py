@@ -272,3 +272,14 @@ def test_docker_recovers_when_a_container_dies_mid_run(docker_service):
         assert r.status is ExecStatus.INFRA_ERROR and "did not report" in r.stderr
         after = sb.run("import socket\nprint(socket.gethostname())")
         assert after.status is ExecStatus.OK and after.stdout.strip() != cid
+
+
+def test_missing_backend_fails_only_when_sandboxes_are_required(monkeypatch):
+    from tests.code.conftest import _unusable
+
+    monkeypatch.setenv("MARFT_REQUIRE_SANDBOXES", "1")
+    with pytest.raises(pytest.fail.Exception, match="MARFT_REQUIRE_SANDBOXES"):
+        _unusable("bwrap", "not installed")
+    monkeypatch.delenv("MARFT_REQUIRE_SANDBOXES")
+    with pytest.raises(pytest.skip.Exception, match="not installed"):
+        _unusable("bwrap", "not installed")
