@@ -35,7 +35,7 @@ def code_policy(agent, observations):
 
 def episodes_per_second(group, policy, episodes: int, seed: int = 0) -> float:
     group.reset(seed=seed + 10_000)
-    group.run(policy, max(2, group.num_envs // 2))  # warm-up: imports, sandbox pools, caches
+    group.run(policy, group.num_envs)  # warm-up: imports, every worker's sandbox pool, caches
     group.reset(seed=seed)
     start = time.perf_counter()
     group.run(policy, episodes)
