@@ -66,18 +66,22 @@ def register_relay(env_id: str = ENV_ID, keys: str = KEYS) -> str:
     return env_id
 
 
-def relay_model(path: str | Path, keys: str = KEYS, seed: int = 0, hidden_size: int = 64) -> Path:
+def relay_model(path: str | Path, keys: str = KEYS, seed: int = 0, hidden_size: int = 64,
+                initializer_range: float = 0.2) -> Path:
     """Save a tiny random Qwen2 whose vocabulary is ``keys`` plus the special tokens to ``path``.
 
     The tokenizer deletes every other character, so a prompt is a few special tokens and the
     letters it carries (the key for the sender, the sender's message for the receiver), and a
-    random policy picks among 8 tokens (chance ~1/8). Returns ``path`` (a local model directory).
+    random policy picks among 8 tokens (chance ~1/8). The large ``initializer_range`` makes the
+    random network's output depend clearly on its input letter (with the usual 0.02 it barely
+    does, and two agents that ignore each other sit on a saddle of the coordination game for a
+    long time). Returns ``path`` (a local model directory).
     """
     from .core.models import build_char_tokenizer, build_tiny_model
 
     path = Path(path)
     tok = build_char_tokenizer(keys, drop_unknown=True)
-    model = build_tiny_model(tok, hidden_size=hidden_size, seed=seed)
+    model = build_tiny_model(tok, hidden_size=hidden_size, seed=seed, initializer_range=initializer_range)
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return path

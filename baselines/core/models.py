@@ -389,6 +389,10 @@ class AdapterModel:
         for params in self._params.values():
             for p in params:
                 p.requires_grad_(True)
+        from peft.tuners.tuners_utils import BaseTunerLayer
+
+        self._lora_layers = [m for m in self.peft.modules() if isinstance(m, BaseTunerLayer)]
+        self._active: str | None = None
         self.use(self.adapters[0])
 
     def _collect(self, name: str) -> list[nn.Parameter]:
@@ -408,17 +412,24 @@ class AdapterModel:
 
     @property
     def active(self) -> str:
-        return self.peft.active_adapter
+        return self._active
 
     def use(self, name: str) -> None:
-        """Make ``name`` the active adapter. Every adapter stays trainable (peft would freeze the
-        inactive ones, and a run would then silently stop training a resumed agent)."""
+        """Make ``name`` the active adapter.
+
+        peft's ``set_adapter`` walks every module and freezes the inactive adapters (a resumed
+        or rotated agent would then silently stop training) and costs milliseconds per call,
+        which adds up over the many switches of a rollout; here the LoRA layers found once at
+        construction just get their active adapter swapped, and every adapter stays trainable.
+        """
         if name not in self._params:
             raise KeyError(f"unknown adapter {name!r}; have {self.adapters}")
-        self.peft.set_adapter(name)
-        for params in self._params.values():
-            for p in params:
-                p.requires_grad_(True)
+        if name == self._active:
+            return
+        for layer in self._lora_layers:
+            layer._active_adapter = [name]
+        self.peft.base_model.active_adapter = name
+        self._active = name
 
     @contextlib.contextmanager
     def using(self, name: str) -> Iterator[None]:
@@ -430,9 +441,22 @@ class AdapterModel:
         finally:
             self.use(previous)
 
-    def reference(self):
-        """Context manager running the bare base model (the KL reference policy)."""
-        return self.peft.disable_adapter()
+    @contextlib.contextmanager
+    def reference(self) -> Iterator[None]:
+        """Context manager running the bare base model (the KL reference policy).
+
+        peft re-enables adapters on exit through ``set_adapter``, which freezes all but the
+        active one; every adapter is made trainable again afterwards.
+        """
+        try:
+            with self.peft.disable_adapter():
+                yield
+        finally:
+            for layer in self._lora_layers:
+                layer._active_adapter = [self._active]
+            for params in self._params.values():
+                for p in params:
+                    p.requires_grad_(True)
 
     def parameters(self, name: str) -> list[nn.Parameter]:
         """The trainable LoRA parameters of adapter ``name``."""
@@ -453,7 +477,8 @@ class AdapterModel:
         unexpected = [k for k in getattr(result, "unexpected_keys", []) if "lora_" in k]
         if unexpected:
             raise ValueError(f"adapter {name!r}: unexpected keys in saved state: {unexpected[:3]}")
-        self.use(self.active)
+        for p in self._params[name]:
+            p.requires_grad_(True)
 
     def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Last-layer hidden states ``[B, T, H]`` under the active adapter (no vocab projection)."""

@@ -436,13 +436,13 @@ class Trainer:
                 advantages = _pad([adv[k] for k in keys], width).to(logp.device)
                 loss, st = algos.ppo_policy_loss(logp, old, advantages, mask, a.clip_eps, a.clip_eps_high)
                 entropy = algos.entropy_bonus(ent, mask)
-                st["policy_loss"] = float(loss)
-                st["entropy"] = float(entropy)
+                st["policy_loss"] = float(loss.detach())
+                st["entropy"] = float(entropy.detach())
                 loss = loss - a.ent_coef * entropy
                 if a.kl_coef > 0:
                     ref = _pad([ref_logp[k] for k in keys], width).to(logp.device)
                     kl = algos.masked_mean(algos.kl_penalty(logp, ref, a.kl_kind), mask)
-                    st["kl"] = float(kl)
+                    st["kl"] = float(kl.detach())
                     loss = loss + a.kl_coef * kl
                 return loss, st
 
@@ -475,7 +475,7 @@ class Trainer:
                 old = _pad([old_values[k] for k in keys], width).to(values.device)
                 ret = _pad([returns[k] for k in keys], width).to(values.device)
                 loss, st = algos.clipped_value_loss(values, old, ret, mask, a.value_clip_eps)
-                st["value_loss"] = float(loss)
+                st["value_loss"] = float(loss.detach())
                 return a.vf_coef * loss, st
 
             stats = []

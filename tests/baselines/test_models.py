@@ -86,7 +86,7 @@ def test_adapters_differ_and_reference_is_the_bare_base(adapter_model):
         with am.reference():
             lr, _ = am.action_logprobs(batch)
         base = am.peft.get_base_model()
-        with am.peft.disable_adapter():
+        with am.reference():
             logits = base(input_ids=batch.input_ids, attention_mask=batch.attention_mask).logits
     assert not torch.allclose(la, lb) and not torch.allclose(la, lr)
     # reference log-probs equal a plain forward of the base with adapters disabled

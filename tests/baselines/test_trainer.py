@@ -1,0 +1,94 @@
+"""The shared trainer: the three presets run, agent-by-agent rotation, KL, NaN checks, exact resume."""
+
+import pytest
+import torch
+
+from baselines.core.algos import NonFiniteError
+from baselines.core.config import load_config
+from baselines.core.trainer import Trainer
+from baselines.relay import register_relay, relay_model
+
+BASE = ["model.max_new_tokens=2", "env.num_envs=4", "train.episodes_per_iteration=6",
+        "env.eval_episodes=4", "algo.minibatch_size=4", "algo.grad_accum=2", "algo.ppo_epochs=2",
+        "algo.lr=1e-3", "algo.critic_lr=1e-3", "train.checkpoint_every=2", "train.log=[]"]
+
+
+@pytest.fixture(scope="module")
+def relay(tmp_path_factory):
+    env_id = register_relay()
+    return env_id, str(relay_model(tmp_path_factory.mktemp("relay_model")))
+
+
+def make(relay, out, preset="marft", extra=()):
+    env_id, model = relay
+    cfg = load_config(preset, overrides=[f"env.id={env_id}", f"model.name={model}", *BASE, *extra])
+    return Trainer(cfg, out)
+
+
+def weights(trainer):
+    return {n: trainer.model.adapter_state(n) for n in trainer.model.adapters}
+
+
+@pytest.mark.parametrize("preset,adapters", [
+    ("marft", {"sender_0", "receiver_1", "critic"}),
+    ("marft_shared", {"policy", "critic"}),
+    ("ippo", {"sender_0", "receiver_1", "critic_sender_0", "critic_receiver_1"}),
+])
+def test_presets_build_their_adapters_and_train(relay, tmp_path, preset, adapters):
+    # the entropy bonus gives every policy a gradient even when no episode was rewarded
+    tr = make(relay, tmp_path, preset, ["algo.level=token", "algo.kl_coef=0.1", "algo.ent_coef=0.01"])
+    assert set(tr.model.adapters) == adapters
+    assert set(tr.optimizers) == {f"policy/{a}" for a in tr.policy_names} | {f"critic/{c}" for c in tr.critic_names}
+    with torch.no_grad():  # a non-zero value, so every critic has a value error to learn from
+        for head in tr.critics.heads.values():
+            head.linear.bias.fill_(0.5)
+    before = weights(tr)
+    m = tr.step()
+    after = weights(tr)
+    for name in adapters:  # every policy adapter and critic moved
+        assert any(not torch.equal(before[name][k], after[name][k]) for k in before[name]), name
+    for a in tr.policy_names:
+        assert m[f"agent/{a}/kl"] >= 0.0 and f"agent/{a}/entropy" in m
+    assert all(f"critic/{c}/value_loss" in m for c in tr.critic_names)
+    assert 0.0 <= m["train/score"] <= 1.0 and 0.0 <= m["time/other_fraction"] <= 1.0
+
+
+def test_agent_by_agent_trains_one_agent_at_a_time(relay, tmp_path):
+    tr = make(relay, tmp_path, "marft", ["algo.agent_by_agent=true", "algo.rotate_every=2", "algo.ent_coef=0.01"])
+    assert [tr.agents_to_train(i) for i in range(5)] == [["sender_0"]] * 2 + [["receiver_1"]] * 2 + [["sender_0"]]
+    before = weights(tr)
+    tr.step()
+    after = weights(tr)
+    changed = {n for n in before if any(not torch.equal(before[n][k], after[n][k]) for k in before[n])}
+    assert changed == {"sender_0", "critic"}
+
+
+def test_nan_loss_stops_with_a_clear_message(relay, tmp_path):
+    tr = make(relay, tmp_path)
+    with torch.no_grad():
+        tr.critics.heads["critic"].linear.bias.fill_(float("nan"))
+    with pytest.raises(NonFiniteError, match="not finite"):
+        tr.step()
+
+
+def test_resume_continues_bit_for_bit(relay, tmp_path):
+    extra = ["train.iterations=4", "model.lora_dropout=0.1", "env.eval_episodes=0"]
+    full = make(relay, tmp_path / "full", extra=extra)
+    full.train()
+    first = make(relay, tmp_path / "split", extra=["train.iterations=2", *extra[1:]])
+    first.train()
+    del first
+    resumed = make(relay, tmp_path / "split", extra=extra)
+    assert resumed.load(tmp_path / "split") == 2
+    resumed.train()
+    w_full, w_resumed = weights(full), weights(resumed)
+    for name in w_full:
+        for k in w_full[name]:
+            assert torch.equal(w_full[name][k], w_resumed[name][k]), (name, k)
+    assert torch.equal(full.critics.heads["critic"].linear.weight, resumed.critics.heads["critic"].linear.weight)
+
+    def learning(history):
+        return [{k: v for k, v in h.items() if not k.startswith("time/")} for h in history]
+
+    assert learning(full.history) == learning(resumed.history)
+    assert len(full.history) == 4
