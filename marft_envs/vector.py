@@ -14,7 +14,7 @@ same agent id, so one LLM call (one adapter) covers them all. Finished environme
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -56,31 +56,63 @@ class VectorFlexEnv:
                 )
         self.seed = seed
         self._ready = False
+        self._plan: deque[tuple[int | None, str]] | None = None
+        self._idle: set[int] = set()
 
     @property
     def num_envs(self) -> int:
         return len(self.envs)
 
-    def reset(self, seed: int | None = None, options: Sequence[dict[str, Any] | None] | None = None) -> None:
-        """Reset every environment; environment ``i`` gets seed ``seed + i`` (per-item seeding)."""
+    def reset(
+        self,
+        seed: int | None = None,
+        options: Sequence[dict[str, Any] | None] | None = None,
+        *,
+        plan: Sequence[tuple[int | None, str]] | None = None,
+    ) -> None:
+        """Reset every environment; environment ``i`` gets seed ``seed + i`` (per-item seeding).
+
+        With ``plan`` (a sequence of ``(seed, task_id)``), environments play exactly those
+        episodes instead: each reset takes the next item, and an environment whose plan ran out
+        goes idle. This is how an evaluation covers a fixed task set (``done`` tells when).
+        """
         seed = self.seed if seed is None else seed
         if options is not None and len(options) != self.num_envs:
             raise ValueError(f"options must have one entry per environment ({self.num_envs}), got {len(options)}")
+        self._plan = deque(plan) if plan is not None else None
+        self._idle = set()
         for i, env in enumerate(self.envs):
-            env.reset(seed=None if seed is None else seed + i, options=None if options is None else options[i])
+            if self._plan is not None:
+                self._next_planned(i)
+            else:
+                env.reset(seed=None if seed is None else seed + i, options=None if options is None else options[i])
         self._ready = True
 
+    @property
+    def done(self) -> bool:
+        """True when a plan was given and every planned episode has finished."""
+        return len(self._idle) == self.num_envs
+
+    def _next_planned(self, i: int) -> None:
+        if self._plan:
+            item_seed, task_id = self._plan.popleft()
+            self.envs[i].reset(seed=item_seed, options={"task_id": task_id})
+        else:
+            self._idle.add(i)
+
     def waiting(self) -> Counter[str]:
-        """How many environments wait on each agent id."""
+        """How many (non-idle) environments wait on each agent id."""
         self._require_reset()
-        return Counter(env.agent_selection for env in self.envs)
+        return Counter(env.agent_selection for i, env in enumerate(self.envs) if i not in self._idle)
 
     def next_batch(self, agent: str | None = None) -> Batch:
         """The batch for ``agent`` or, by default, for the agent most environments wait on."""
         counts = self.waiting()
+        if not counts:
+            raise RuntimeError("Every environment is idle: the plan given to reset() is exhausted")
         if agent is None:
             agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
-        idx = [i for i, env in enumerate(self.envs) if env.agent_selection == agent]
+        idx = [i for i, env in enumerate(self.envs) if env.agent_selection == agent and i not in self._idle]
         if not idx:
             raise ValueError(f"No environment waits on {agent!r}; waiting: {dict(counts)}")
         views = [self.envs[i]._view(agent) for i in idx]
@@ -109,18 +141,24 @@ class VectorFlexEnv:
                 while env.agents:  # PettingZoo: each finished agent is stepped with None once
                     env.step(None)
                 finished.append(episode)
-                env.reset()
+                if self._plan is not None:
+                    self._next_planned(i)
+                else:
+                    env.reset()
         return finished
 
-    def run(self, policy: Policy, num_episodes: int) -> list[Episode]:
-        """Play until ``num_episodes`` episodes finished; ``policy(agent, observations) -> actions``."""
+    def run(self, policy: Policy, num_episodes: int | None = None) -> list[Episode]:
+        """Play until ``num_episodes`` episodes finished (or, after ``reset(plan=...)``, until the
+        plan is done); ``policy(agent, observations) -> actions``."""
         if not self._ready:
             self.reset()
+        if num_episodes is None and self._plan is None:
+            raise ValueError("run() needs num_episodes unless reset(plan=...) fixed the episodes")
         episodes: list[Episode] = []
-        while len(episodes) < num_episodes:
+        while (not self.done) if num_episodes is None else len(episodes) < num_episodes:
             batch = self.next_batch()
             episodes += self.step(batch, list(policy(batch.agent, batch.observations)))
-        return episodes[:num_episodes]
+        return episodes if num_episodes is None else episodes[:num_episodes]
 
     def close(self) -> None:
         for env in self.envs:

@@ -62,3 +62,17 @@ def test_mixed_layouts_rejected():
     fns = [lambda: marft_envs.make("arith-2agent"), lambda: marft_envs.make("arith-3agent")]
     with pytest.raises(ValueError, match="team layout"):
         marft_envs.VectorFlexEnv(fns)
+
+
+def test_plan_plays_exactly_the_planned_episodes():
+    venv = make_vec("arith-2agent", num_envs=3)
+    ds = venv.envs[0].dataset
+    plan = [(seed, task_id) for seed in (0, 1) for task_id in ds.ids[:4]]
+    venv.reset(plan=plan)
+    episodes = venv.run(lambda agent, obs: ["\\boxed{0}"] * len(obs))
+    assert venv.done
+    assert sorted((e.seed, e.task_id) for e in episodes) == sorted(plan)
+    with pytest.raises(RuntimeError, match="plan"):
+        venv.next_batch()
+    venv.reset(plan=plan[:1])  # fewer items than environments: the others stay idle
+    assert sum(venv.waiting().values()) == 1
