@@ -71,7 +71,7 @@ def resolve_config(preset: str, args: argparse.Namespace) -> tuple[Config, Path]
 def train_main(preset: str, description: str, argv: Sequence[str] | None = None) -> int:
     """Entry point of one method: parse, build the trainer, train (or resume), plot."""
     parser = build_parser(f"python -m baselines.{preset}", description)
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # key=value may come before or after options
     try:
         cfg, out = resolve_config(preset, args)
         if cfg.algo.method != preset:

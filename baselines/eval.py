@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", help="bundle path (.json file or directory)")
     parser.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
     parser.add_argument("overrides", nargs="*", metavar="key=value")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     try:
         extra = list(args.overrides)
         if args.run_dir:
