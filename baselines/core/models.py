@@ -162,12 +162,16 @@ def _load_smollm2(dtype: torch.dtype):
     gguf = smollm2_gguf_path()
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=dtype)
+    # transformers dequantises GGUF weights into plain tensors but keeps a "gguf quantizer" on
+    # the model, which blocks save_pretrained; the weights are ordinary, so drop the marker.
+    model.hf_quantizer = None
+    if hasattr(model, "is_quantized"):
+        model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
     # Dequantising the GGUF file takes tens of seconds; later loads read the safetensors copy.
     with contextlib.suppress(OSError):
         tmp = cached.with_name(cached.name + f".tmp{os.getpid()}")
-        model.config.quantization_config = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
         if not cached.exists():
