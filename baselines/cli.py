@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .core.config import Config, ConfigError, apply_overrides, config_help, load_config
 

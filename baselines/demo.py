@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 DEMO_CONFIG = [
     "env.id=arith-2agent", "env.overrides.dataset_kwargs={level: 1}",

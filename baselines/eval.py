@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .core.config import Config, ConfigError, apply_overrides, load_config
 
@@ -25,7 +25,7 @@ def evaluate_run(cfg: Config, run_dir: Path | None, out: Path | None, greedy: bo
     from leaderboard.schema import Bundle, write_bundle
 
     from .core.checkpoint import latest_checkpoint
-    from .core.trainer import EVAL_SEED, Trainer, env_overrides
+    from .core.trainer import Trainer, env_overrides
     from .methods import get_method
 
     scratch = run_dir if run_dir is not None else Path(out or ".").parent
@@ -41,7 +41,7 @@ def evaluate_run(cfg: Config, run_dir: Path | None, out: Path | None, greedy: bo
     bundle = Bundle.from_episodes(
         marft_envs.make(env_id, **overrides), episodes,
         method=get_method(cfg.algo.method).bundle_name, model=cfg.model.name, config=cfg.to_dict(),
-        seeds=[EVAL_SEED + i for i in range(cfg.env.num_envs)], claimed_score=metrics["score"])
+        claimed_score=metrics["score"])
     target = out or (run_dir or Path("runs")) / f"eval-{env_id}"
     path = write_bundle(bundle, target)
     return metrics, path

@@ -16,12 +16,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-from baselines.core.config import load_config  # noqa: E402
-from baselines.core.logging import MetricsLogger, plot_side_by_side  # noqa: E402
-from baselines.core.trainer import Trainer  # noqa: E402
-from baselines.relay import register_relay, relay_model  # noqa: E402
+from baselines.core.config import load_config
+from baselines.core.logging import MetricsLogger, plot_side_by_side
+from baselines.core.trainer import Trainer
+from baselines.relay import register_relay, relay_model
 
 METHODS = ("marft", "marft_shared", "ippo")
 CONFIG = [
@@ -61,7 +61,7 @@ def main() -> None:
             finals[(method, seed)] = trainer.evaluate(greedy=True)["eval/score"]
             print(f"{method:13s} seed {seed}: {time.perf_counter() - start:.0f}s", flush=True)
     cols = [(m, s) for s in args.seeds for m in METHODS]
-    print("\ntrain team score per iteration (relay, keys %s)" % args.keys)
+    print(f"\ntrain team score per iteration (relay, keys {args.keys})")
     print("iter  " + " ".join(f"{m[:12]:>12s}/s{s}" for m, s in cols))
     for i in range(args.iterations):
         print(f"{i + 1:4d}  " + " ".join(f"{curves[c][i]:15.3f}" for c in cols))

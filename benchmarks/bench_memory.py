@@ -26,10 +26,9 @@ def child(model: str, agents: int, out: str) -> None:
     import torch
 
     import marft_envs
-    from marft_envs import Role, Workflow
-
     from baselines.core.config import load_config
     from baselines.core.trainer import Trainer
+    from marft_envs import Role, Workflow
 
     torch.set_num_threads(2)
     roles = tuple(Role(f"agent{i}", f"You are solver {i}. Answer briefly.") for i in range(agents))
@@ -62,7 +61,7 @@ def main() -> None:
     results = {}
     for agents in (1, 4):
         done = subprocess.run([sys.executable, __file__, "--model", args.model, "--out", args.out,
-                               "--child", str(agents)], capture_output=True, text=True, cwd=ROOT)
+                               "--child", str(agents)], check=False, capture_output=True, text=True, cwd=ROOT)
         if done.returncode != 0:
             raise SystemExit(done.stderr[-3000:])
         results[agents] = json.loads(done.stdout.strip().splitlines()[-1])

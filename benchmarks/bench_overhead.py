@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-from baselines.core.config import load_config  # noqa: E402
-from baselines.core.trainer import Trainer  # noqa: E402
+from baselines.core.config import load_config
+from baselines.core.trainer import Trainer
 
 
 def measure(model: str, iterations: int, out: Path) -> dict[str, float]:

@@ -18,7 +18,7 @@ environment attributed to that agent (``Turn.reward``, i.e. ``reward_to``).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

@@ -13,7 +13,7 @@ appended the later positions give token-level values ``V(context, a_<t)``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn

