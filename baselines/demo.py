@@ -26,7 +26,7 @@ from pathlib import Path
 DEMO_CONFIG = [
     "env.id=arith-2agent", "env.overrides.dataset_kwargs={level: 1}",
     "env.num_envs=8", "train.episodes_per_iteration=8", "env.eval_episodes=16",
-    "train.iterations=6", "train.checkpoint_every=0", "model.max_new_tokens=48",
+    "train.iterations=4", "train.checkpoint_every=0", "model.max_new_tokens=96",
     "model.lora_r=8", "model.lora_dropout=0", "algo.lr=2e-4", "algo.critic_lr=1e-3",
     "algo.minibatch_size=4", "algo.ppo_epochs=1", "algo.gamma=1.0", "algo.lam=1.0",
     "train.log=[jsonl]",
