@@ -40,6 +40,7 @@ class Episode:
     infra_error: bool = False
     truncated: bool = False
     final_output: str = ""
+    env_index: int | None = None  # which environment of a VectorFlexEnv played it
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -138,6 +138,7 @@ class VectorFlexEnv:
             env.step(action)
             if env.terminations[env.agent_selection] or env.truncations[env.agent_selection]:
                 episode = env.episode()
+                episode.env_index = i
                 while env.agents:  # PettingZoo: each finished agent is stepped with None once
                     env.step(None)
                 finished.append(episode)

@@ -17,6 +17,7 @@ def test_batches_group_envs_by_agent_and_auto_reset():
         b = venv.next_batch()
         episodes += venv.step(b, [f"\\boxed{{{venv.envs[i].task.answer}}}" for i in b.env_indices])
     assert len(episodes) == 4 and all(e.correct for e in episodes)
+    assert sorted(e.env_index for e in episodes) == [0, 1, 2, 3]
     assert venv.next_batch().agent == "reasoner_0"  # everything auto-reset
     assert len({e.task_id for e in episodes}) > 1
 
