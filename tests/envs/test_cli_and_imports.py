@@ -46,3 +46,15 @@ def test_errors_are_clear(capsys):
     assert "No environment registered" in capsys.readouterr().out
     assert main(["play", "arith-2agent", "--set", "horizn=2", "--policy", "oracle"]) == 2
     assert "horizon" in capsys.readouterr().out
+
+
+def test_core_install_needs_no_deep_learning_stack():
+    """`pip install marft-envs` (no extras) must not pull torch or transformers."""
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
+    core = " ".join(project["dependencies"]).lower()
+    for heavy in ("torch", "transformers", "peft", "vllm", "ray"):
+        assert heavy not in core, f"{heavy} is a core dependency"
+    assert any(d.startswith("torch==2.13.0") for d in project["optional-dependencies"]["baselines"])
