@@ -25,7 +25,7 @@ def evaluate_run(cfg: Config, run_dir: Path | None, out: Path | None, greedy: bo
     from leaderboard.schema import Bundle, write_bundle
 
     from .core.checkpoint import latest_checkpoint
-    from .core.trainer import Trainer, env_overrides
+    from .core.trainer import Trainer
     from .methods import get_method
 
     scratch = run_dir if run_dir is not None else Path(out or ".").parent
@@ -33,15 +33,21 @@ def evaluate_run(cfg: Config, run_dir: Path | None, out: Path | None, greedy: bo
     checkpoint = latest_checkpoint(run_dir) if run_dir is not None else None
     if checkpoint is not None:
         trainer.load(checkpoint)
+    eval_set = trainer.eval_set()
     episodes = trainer.play_eval(greedy=greedy)
-    env_id, overrides = env_overrides(cfg, for_eval=True)
+    trainer.close()
+    env_id = eval_set.env_id
     n = max(1, len(episodes))
     metrics = {"score": sum(e.score for e in episodes) / n, "correct": sum(e.correct for e in episodes) / n,
                "episodes": len(episodes), "checkpoint": str(checkpoint) if checkpoint else None}
-    bundle = Bundle.from_episodes(
-        marft_envs.make(env_id, **overrides), episodes,
-        method=get_method(cfg.algo.method).bundle_name, model=cfg.model.name, config=cfg.to_dict(),
-        claimed_score=metrics["score"])
+    env = marft_envs.make(env_id, **eval_set.overrides)
+    try:
+        bundle = Bundle.from_episodes(
+            env, episodes, method=get_method(cfg.algo.method).bundle_name, model=cfg.model.name,
+            config=cfg.to_dict(), seeds=eval_set.seeds, claimed_score=metrics["score"],
+            dataset_size=eval_set.size)
+    finally:
+        env.close()
     target = out or (run_dir or Path("runs")) / f"eval-{env_id}"
     path = write_bundle(bundle, target)
     return metrics, path

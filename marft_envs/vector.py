@@ -112,7 +112,7 @@ class VectorFlexEnv:
             raise RuntimeError("Every environment is idle: the plan given to reset() is exhausted")
         if agent is None:
             agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
-        idx = [i for i, env in enumerate(self.envs) if env.agent_selection == agent and i not in self._idle]
+        idx = [i for i, env in enumerate(self.envs) if i not in self._idle and env.agent_selection == agent]
         if not idx:
             raise ValueError(f"No environment waits on {agent!r}; waiting: {dict(counts)}")
         views = [self.envs[i]._view(agent) for i in idx]

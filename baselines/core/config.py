@@ -140,6 +140,10 @@ class TrainConfig:
     log: list[str] = _f(list(LOG_SINKS), "metric sinks: console, jsonl, tensorboard")
     device: str = _f("auto", "auto, cpu, cuda or cuda:N")
     deterministic: bool = _f(False, "torch deterministic algorithms (slower on GPU)")
+    workers: Literal["inprocess", "ray"] = _f(
+        "inprocess", "where the environments step: inprocess (this process) or ray (Ray actors; "
+        "extra 'ray'); see docs/distributed.md")
+    env_workers: int = _f(1, "environment workers (shards of env.num_envs); must be <= env.num_envs")
 
 
 SECTIONS: dict[str, type] = {
@@ -212,6 +216,10 @@ class Config:
             (t.eval_every >= 0 and t.checkpoint_every >= 0,
              "train.eval_every and train.checkpoint_every must be >= 0"),
             (t.keep_checkpoints >= 1, "train.keep_checkpoints must be >= 1"),
+            (t.env_workers >= 1, "train.env_workers must be >= 1"),
+            (t.env_workers <= self.env.num_envs,
+             f"train.env_workers={t.env_workers} exceeds env.num_envs={self.env.num_envs}: each "
+             "worker needs at least one environment"),
         ]
         for ok, message in checks:
             if not ok:

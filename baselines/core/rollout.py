@@ -2,14 +2,16 @@
 
 One batched ``generate`` per agent id serves every environment waiting on that agent (with that
 agent's adapter); finished environments auto-reset, so episodes of different lengths never
-stall a batch. Each played turn keeps the exact token ids that were generated, which the
+stall a batch. Evaluations pass a ``plan`` instead: exactly those ``(seed, task_id)`` episodes are
+played, once each (what the leaderboard requires of a bundle). Finished episodes are matched to
+the environment that played them by ``Episode.env_index``. Each played turn keeps the exact token ids that were generated, which the
 trainer scores later (old log-probabilities, values).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from marft_envs import Episode, VectorFlexEnv
@@ -51,10 +53,19 @@ class Rollout:
         return [t for ep in self.turns for t in ep]
 
 
-def _matches(episode: Episode, pending: list[tuple]) -> bool:
-    # The env may shorten an action (max_action_chars), hence the prefix test.
-    return len(episode.turns) == len(pending) and all(
+def _check_matches(episode: Episode, pending: list[tuple]) -> None:
+    """Raise unless ``episode`` is what the policy played in its environment.
+
+    The env may shorten an action (max_action_chars), hence the prefix test.
+    """
+    if len(episode.turns) == len(pending) and all(
         t.agent == p[0] and p[3].startswith(t.action) for t, p in zip(episode.turns, pending)
+    ):
+        return
+    raise RolloutError(
+        f"a finished episode of task {episode.task_id!r} ({len(episode.turns)} turns) from "
+        f"environment {episode.env_index} does not match the {len(pending)} turn(s) played there: "
+        "the vector environment's record differs from what the policy played"
     )
 
 
@@ -62,22 +73,43 @@ def collect(
     venv: VectorFlexEnv,
     generator: Generator,
     adapter_for: Callable[[str], str | None],
-    num_episodes: int,
+    num_episodes: int | None,
     sampling: SamplingSpec,
-    seed: int,
+    seed: int | None = None,
+    *,
+    plan: Sequence[tuple[int | None, str]] | None = None,
 ) -> Rollout:
-    """Reset ``venv`` with ``seed`` and play until ``num_episodes`` episodes finished.
+    """Play a rollout: ``num_episodes`` auto-reset episodes from ``seed``, or exactly ``plan``.
 
-    Episodes still running when enough have finished are dropped, so the result depends only
-    on ``seed``, the policy and the torch RNG (that is how a resumed run replays its data).
+    Without ``plan``: reset ``venv`` with ``seed`` and play until ``num_episodes`` episodes
+    finished. Episodes still running when enough have finished are dropped, so the result
+    depends only on ``seed``, the policy and the torch RNG (that is how a resumed run replays
+    its data).
+
+    With ``plan`` (``(seed, task_id)`` pairs, e.g. ``leaderboard.schema.evaluation_plan``):
+    ``venv.reset(plan=plan)`` and play until every planned episode finished (``num_episodes``
+    must be ``None`` or ``len(plan)``); episodes are returned in finishing order.
+
     ``adapter_for(agent)`` names the adapter that plays ``agent`` (``None``: the bare base).
+    ``venv`` is a ``VectorFlexEnv`` or a worker group (``baselines.distributed``).
     """
-    venv.reset(seed=seed)
+    if plan is not None:
+        plan = list(plan)
+        if num_episodes is not None and num_episodes != len(plan):
+            raise ValueError(f"num_episodes={num_episodes} but the plan has {len(plan)} episodes; "
+                             "pass num_episodes=None with a plan")
+        venv.reset(plan=plan)
+        target = len(plan)
+    elif num_episodes is None or seed is None:
+        raise ValueError("collect needs num_episodes and seed, or a plan")
+    else:
+        venv.reset(seed=seed)
+        target = num_episodes
     pending: dict[int, list[tuple]] = {i: [] for i in range(venv.num_envs)}
     episodes: list[Episode] = []
     turns: list[list[TurnSample]] = []
     gen_s = env_s = 0.0
-    while len(episodes) < num_episodes:
+    while len(episodes) < target:
         t0 = time.perf_counter()
         batch = venv.next_batch()
         t1 = time.perf_counter()
@@ -91,24 +123,19 @@ def collect(
         t3 = time.perf_counter()
         gen_s += t2 - t1
         env_s += (t1 - t0) + (t3 - t2)
-        # venv.step reports finished episodes in the order of batch.env_indices.
-        candidates = iter(batch.env_indices)
         for episode in finished:
-            for env_index in candidates:
-                if _matches(episode, pending[env_index]):
-                    break
-            else:
-                raise RolloutError(
-                    f"a finished episode of task {episode.task_id!r} ({len(episode.turns)} turns) "
-                    "matches no environment's played turns: the vector environment's record "
-                    "differs from what the policy played"
-                )
-            if len(episodes) < num_episodes:
+            env_index = episode.env_index
+            if env_index not in pending:
+                raise RolloutError(f"a finished episode of task {episode.task_id!r} names environment "
+                                   f"{env_index!r}; valid: 0..{venv.num_envs - 1}")
+            played = pending[env_index]
+            _check_matches(episode, played)
+            if len(episodes) < target:
                 e = len(episodes)
                 episodes.append(episode)
                 turns.append([
                     TurnSample(e, i, t.agent, t.role, t.round, p[1], p[2], p[3], t.state, float(t.reward))
-                    for i, (t, p) in enumerate(zip(episode.turns, pending[env_index]))
+                    for i, (t, p) in enumerate(zip(episode.turns, played))
                 ])
             pending[env_index] = []
     return Rollout(episodes, turns, gen_s, env_s)

@@ -19,6 +19,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,18 @@ from .models import AdapterModel, LoraSpec, load_base, pack_sequences
 from .rollout import Rollout, TurnSample, collect
 
 EVAL_SEED = 1_000_003  # evaluation episodes are the same for every run and method
+
+
+@dataclass(frozen=True)
+class EvalSet:
+    """An evaluation: environment, seeds, size (first ``size`` tasks of the split) and the
+    ``(seed, task_id)`` plan they expand to; a bundle declares the same seeds and size."""
+
+    env_id: str
+    overrides: dict[str, Any]
+    seeds: list[int]
+    size: int
+    plan: list[tuple[int, str]]
 LOGPROB_CHUNK = 1024
 
 
@@ -141,9 +154,10 @@ class Trainer:
         seed_everything(cfg.train.seed)
         env_id, overrides = env_overrides(cfg, for_eval=False)
         self.env_id = env_id
-        self.venv = marft_envs.make_vec(env_id, cfg.env.num_envs, seed=cfg.train.seed, **overrides)
+        self.venv = self._make_envs(env_id, cfg.train.seed, overrides)
         self.agents = list(self.venv.possible_agents)
         self._eval_venv = None
+        self._eval_sets: dict[tuple[int, int], EvalSet] = {}
 
         model, tokenizer = base if base is not None else load_base(
             cfg.model.name, resolve_dtype(cfg.model.dtype, self.device), self.device, cfg.train.seed)
@@ -158,8 +172,14 @@ class Trainer:
         self.model = AdapterModel(model, tokenizer, self.policy_names + self.critic_names, lora)
         self.critics = Critics(self.model, self.critic_names, self.method.critic_kind)
         self.pad_id = tokenizer.pad_token_id
-        self.generator = HFGenerator(self.model, batch_size=max(cfg.env.num_envs, 1),
-                                     max_prompt_tokens=cfg.model.max_prompt_tokens)
+        if cfg.model.backend == "vllm":
+            from ..distributed.vllm_generator import VLLMGenerator
+
+            self.generator = VLLMGenerator.build(self.model, self.out_dir / "vllm", adapters=self.policy_names,
+                                                 max_prompt_tokens=cfg.model.max_prompt_tokens)
+        else:
+            self.generator = HFGenerator(self.model, batch_size=max(cfg.env.num_envs, 1),
+                                         max_prompt_tokens=cfg.model.max_prompt_tokens)
 
         a = cfg.algo
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
@@ -243,6 +263,7 @@ class Trainer:
         metrics = self._rollout_metrics(rollout, samples)
         metrics.update(self._update_policies(samples, trained, old_logp, ref_logp, adv, generator))
         metrics.update(self._update_critics(samples, critic_ids, old_values, ret, generator))
+        self.sync_generator()
         t_model += time.perf_counter() - t_update
         total = time.perf_counter() - t_start
         metrics.update({
@@ -252,6 +273,19 @@ class Trainer:
         })
         self.iteration += 1
         return metrics
+
+    def sync_generator(self) -> None:
+        """Give a generator that holds its own copy of the adapters (vLLM) the current weights;
+        the transformers generator is the training model itself and needs nothing."""
+        sync = getattr(self.generator, "sync_from", None)
+        if sync is not None:
+            sync(self.model, self.policy_names)
+
+    def close(self) -> None:
+        """Release the environments (and their workers: Ray actors, sandboxes)."""
+        for venv in (self.venv, self._eval_venv):
+            if venv is not None:
+                venv.close()
 
     def data_seed(self, iteration: int) -> int:
         """The environment seed of iteration ``iteration`` (the data position)."""
@@ -279,22 +313,40 @@ class Trainer:
             out[f"{prefix}/agent/{agent}/return"] = sum(e.returns.get(agent, 0.0) for e in eps) / n
         return out
 
+    def eval_set(self, episodes: int | None = None, seed: int = EVAL_SEED) -> EvalSet:
+        """What an evaluation plays: every seed times the first ``size`` tasks of the evaluation
+        split (``env.eval_episodes``, capped at the split's size), as the leaderboard requires."""
+        from leaderboard.schema import evaluation_plan
+
+        n = self.cfg.env.eval_episodes if episodes is None else episodes
+        if (n, seed) not in self._eval_sets:  # cached: making an env may start a sandbox
+            env_id, overrides = env_overrides(self.cfg, for_eval=True)
+            env = marft_envs.make(env_id, **overrides)
+            try:
+                size = min(n, len(env.unwrapped.dataset))
+                plan = evaluation_plan(env, seeds=[seed], size=size)
+            finally:
+                env.close()
+            self._eval_sets[(n, seed)] = EvalSet(env_id, overrides, [seed], size, plan)
+        return self._eval_sets[(n, seed)]
+
     @torch.no_grad()
     def play_eval(self, episodes: int | None = None, greedy: bool | None = None,
                   seed: int = EVAL_SEED):
-        """The evaluation episodes themselves (``marft_envs.Episode`` records)."""
+        """The evaluation episodes themselves (``marft_envs.Episode`` records): exactly the
+        plan of :meth:`eval_set`, each ``(seed, task)`` once, in finishing order."""
         cfg = self.cfg
-        n = cfg.env.eval_episodes if episodes is None else episodes
         greedy = cfg.env.eval_greedy if greedy is None else greedy
+        spec = self.eval_set(episodes, seed)
         if self._eval_venv is None:
-            env_id, overrides = env_overrides(cfg, for_eval=True)
-            self._eval_venv = marft_envs.make_vec(env_id, cfg.env.num_envs, seed=seed, **overrides)
+            self._eval_venv = self._make_envs(spec.env_id, seed, spec.overrides)
         sampling = SamplingSpec(cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=greedy)
         was_training = self.model.peft.training
         self.model.peft.eval()
         with torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
             torch.manual_seed(seed)
-            rollout = collect(self._eval_venv, self.generator, self.method.policy_adapter, n, sampling, seed)
+            rollout = collect(self._eval_venv, self.generator, self.method.policy_adapter, None, sampling,
+                              plan=spec.plan)
         self.model.peft.train(was_training)
         return rollout.episodes
 
@@ -340,6 +392,15 @@ class Trainer:
         return self.iteration
 
     # ------------------------------------------------------------------ internals
+
+    def _make_envs(self, env_id: str, seed: int, overrides: dict[str, Any]):
+        """The vector environment of training or evaluation: a worker group of ``train.workers``
+        kind (in-process by default, Ray actors) with ``train.env_workers`` shards."""
+        from ..distributed.workers import make_worker_group
+
+        t = self.cfg.train
+        return make_worker_group(t.workers, env_id, self.cfg.env.num_envs, num_workers=t.env_workers,
+                                 seed=seed, **overrides)
 
     def _log(self, step: int, metrics: dict[str, float]) -> None:
         record = {"step": step, **metrics}

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .workers import EnvFn, EnvShard, WorkerError, WorkerGroup
+from .workers import EnvFn, EnvShard, WorkerError, WorkerGroup, apply_step_views
 
 
 def import_ray():
@@ -172,7 +172,7 @@ class RayWorkerGroup(WorkerGroup):
         log = self._logs[s]
         refs = [actor.ready.remote()]
         if log.views is not None:  # the shard had been reset: rebuild its state
-            refs.append(actor.reset.remote(log.seed, log.options))
+            refs.append(actor.reset.remote(log.seed, log.options, log.plan))
             refs += [actor.step.remote(agent, idx, acts) for agent, idx, acts in log.steps]
         try:
             ray.get(refs[0], timeout=self.start_timeout_s)
@@ -184,8 +184,8 @@ class RayWorkerGroup(WorkerGroup):
             )
         if replayed:
             views = dict(replayed[0])
-            for result in replayed[1:]:
-                views.update(result.views)
+            for (_, idx, _), result in zip(log.steps, replayed[1:]):
+                apply_step_views(views, idx, result.views)
             if views != log.views:
                 differ = sorted(i for i in log.views if views.get(i) != log.views[i])
                 raise WorkerError(

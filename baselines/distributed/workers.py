@@ -115,31 +115,38 @@ class EnvShard:
         return os.getpid()
 
     def reset(
-        self, seed: int | None, options: Sequence[dict[str, Any] | None] | None
+        self,
+        seed: int | None,
+        options: Sequence[dict[str, Any] | None] | None,
+        plan: Sequence[tuple[int | None, str]] | None = None,
     ) -> dict[int, View]:
-        """Reset with the group seed (this shard's environment ``i`` gets ``seed + offset + i``)."""
-        self.venv.reset(seed=None if seed is None else seed + self.offset, options=options)
+        """Reset with the group seed (this shard's environment ``i`` gets ``seed + offset + i``),
+        or, with ``plan``, to play exactly this shard's share of the group's plan."""
+        if plan is not None:
+            self.venv.reset(plan=plan)
+        else:
+            self.venv.reset(seed=None if seed is None else seed + self.offset, options=options)
         return self.views(range(self.venv.num_envs))
 
     def step(self, agent: str, indices: list[int], actions: list[Any]) -> ShardStep:
         """Apply ``actions`` to local environments ``indices`` (all waiting on ``agent``)."""
         stub = Batch(agent, list(indices), [], [], [])
         episodes = self.venv.step(stub, actions)
+        for ep in episodes:  # global index, as one VectorFlexEnv of the whole group would say
+            ep.env_index += self.offset
         return ShardStep(episodes, self.views(indices))
 
     def views(self, indices) -> dict[int, View]:
-        """Current views of local environments ``indices``, built by ``VectorFlexEnv.next_batch``."""
+        """Current views of local environments ``indices`` that are not idle (a plan ran out),
+        built by ``VectorFlexEnv.next_batch``."""
         wanted = set(indices)
         out: dict[int, View] = {}
-        for agent in {a for i, a in enumerate(self._selection()) if i in wanted}:
+        for agent in self.venv.waiting():
             b = self.venv.next_batch(agent)
             for k, i in enumerate(b.env_indices):
                 if i in wanted:
                     out[i] = View(agent, b.observations[k], b.messages[k], b.states[k])
         return out
-
-    def _selection(self) -> list[str]:
-        return [env.agent_selection for env in self.venv.envs]
 
     def close(self) -> None:
         self.venv.close()
@@ -151,8 +158,31 @@ class _ShardLog:
 
     seed: int | None = None
     options: list | None = None
+    plan: list | None = None
     steps: list[tuple[str, list[int], list[Any]]] = field(default_factory=list)
-    views: dict[int, View] | None = None  # current view of each local env; None until reset
+    views: dict[int, View] | None = None  # current view of each active local env; None until reset
+
+
+def apply_step_views(views: dict[int, View], stepped: Sequence[int], new: dict[int, View]) -> None:
+    """Update a shard's cached ``views`` after a step of local environments ``stepped``: those
+    that went idle (their plan ran out) have no new view and leave the cache."""
+    for i in stepped:
+        views.pop(i, None)
+    views.update(new)
+
+
+def split_plan(
+    plan: Sequence[tuple[int | None, str]], shards: Sequence[tuple[int, int]], num_envs: int
+) -> list[list[tuple[int | None, str]]]:
+    """Each shard's share of a group plan: item ``k`` goes to the shard holding environment
+    ``k % num_envs``, so the first ``num_envs`` items start where one ``VectorFlexEnv`` would
+    start them and the rest are dealt out in proportion to shard sizes, in plan order."""
+    out: list[list[tuple[int | None, str]]] = [[] for _ in shards]
+    for k, item in enumerate(plan):
+        i = k % num_envs
+        s = next(s for s, (offset, size) in enumerate(shards) if offset <= i < offset + size)
+        out[s].append(tuple(item))
+    return out
 
 
 class WorkerGroup(ABC):
@@ -193,22 +223,40 @@ class WorkerGroup(ABC):
         return len(self.shards)
 
     def reset(
-        self, seed: int | None = None, options: Sequence[dict[str, Any] | None] | None = None
+        self,
+        seed: int | None = None,
+        options: Sequence[dict[str, Any] | None] | None = None,
+        *,
+        plan: Sequence[tuple[int | None, str]] | None = None,
     ) -> None:
-        """Reset every environment; global environment ``i`` gets seed ``seed + i``."""
+        """Reset every environment; global environment ``i`` gets seed ``seed + i``.
+
+        With ``plan`` (``(seed, task_id)`` pairs), play exactly those episodes, as
+        ``VectorFlexEnv.reset(plan=...)`` does: the plan is split over the shards
+        (:func:`split_plan`), environments whose share ran out go idle, and :attr:`done`
+        tells when every planned episode finished. With one shard the episodes and their
+        order are ``VectorFlexEnv``'s; with more, the same set of episodes is played.
+        """
         seed = self.seed if seed is None else seed
         if options is not None and len(options) != self.num_envs:
             raise ValueError(
                 f"options must have one entry per environment ({self.num_envs}), got {len(options)}"
             )
+        shares = None if plan is None else split_plan(plan, self.shards, self.num_envs)
         calls = {}
         for s, (offset, size) in enumerate(self.shards):
             opts = None if options is None else list(options[offset : offset + size])
-            self._logs[s] = _ShardLog(seed, opts)
-            calls[s] = ("reset", (seed, opts))
+            share = None if shares is None else shares[s]
+            self._logs[s] = _ShardLog(seed, opts, share)
+            calls[s] = ("reset", (seed, opts, share))
         for s, views in self._call(calls).items():
             self._logs[s].views = views
         self._ready = True
+
+    @property
+    def done(self) -> bool:
+        """True when a plan was given and every planned episode has finished (all envs idle)."""
+        return self._ready and not any(log.views for log in self._logs)
 
     def waiting(self) -> Counter[str]:
         """How many environments wait on each agent id, over all shards."""
@@ -218,6 +266,8 @@ class WorkerGroup(ABC):
     def next_batch(self, agent: str | None = None) -> Batch:
         """The batch for ``agent`` or for the agent most environments wait on (VectorFlexEnv's rule)."""
         counts = self.waiting()
+        if not counts:
+            raise RuntimeError("Every environment is idle: the plan given to reset() is exhausted")
         if agent is None:
             agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
         merged = Batch(agent, [], [], [], [])
@@ -253,19 +303,23 @@ class WorkerGroup(ABC):
         finished: list[Episode] = []
         for s in sorted(results):
             self._logs[s].steps.append((batch.agent, *per_shard[s]))
-            self._logs[s].views.update(results[s].views)
+            apply_step_views(self._logs[s].views, per_shard[s][0], results[s].views)
             finished += results[s].episodes
         return finished
 
-    def run(self, policy: Policy, num_episodes: int) -> list[Episode]:
-        """Play until ``num_episodes`` episodes finished; ``policy(agent, observations) -> actions``."""
+    def run(self, policy: Policy, num_episodes: int | None = None) -> list[Episode]:
+        """Play until ``num_episodes`` episodes finished (or, after ``reset(plan=...)``, until the
+        plan is done); ``policy(agent, observations) -> actions``."""
         if not self._ready:
             self.reset()
+        planned = any(log.plan is not None for log in self._logs)
+        if num_episodes is None and not planned:
+            raise ValueError("run() needs num_episodes unless reset(plan=...) fixed the episodes")
         episodes: list[Episode] = []
-        while len(episodes) < num_episodes:
+        while (not self.done) if num_episodes is None else len(episodes) < num_episodes:
             batch = self.next_batch()
             episodes += self.step(batch, list(policy(batch.agent, batch.observations)))
-        return episodes[:num_episodes]
+        return episodes if num_episodes is None else episodes[:num_episodes]
 
     def __enter__(self) -> WorkerGroup:  # noqa: PYI034 - py3.10 has no typing.Self
         return self
