@@ -128,6 +128,9 @@ def test_bad_values_name_the_field_and_the_expected_type(override, message):
     ("log=[console, wandb]", r"unknown sink\(s\) \['wandb'\]"),
     ("device=tpu", "train.device"),
     ("temperature=0", "model.temperature must be > 0"),
+    ("train.workers=threads", r"train.workers: 'threads' is not valid"),
+    ("train.env_workers=0", "train.env_workers must be >= 1"),
+    ("train.env_workers=9", r"train.env_workers=9 exceeds env.num_envs=8"),
 ])
 def test_out_of_range_values_are_rejected(override, message):
     with pytest.raises(ConfigError, match=message):

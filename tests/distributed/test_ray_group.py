@@ -78,3 +78,14 @@ def test_hung_worker_fails_fast_with_a_clear_error_and_no_batch(ray_cluster):
                 pass  # the group killed it
         assert time.monotonic() - start < 3 * FAST_FAIL["call_timeout_s"]
         assert len(episodes) < 10
+
+
+def test_ray_group_plays_a_plan_even_when_a_worker_is_killed(ray_cluster):
+    from .test_workers import PLAN, planned
+
+    with ray_group(ray_cluster, max_restarts=1) as group:
+        pids = group.worker_pids()
+        group.reset(plan=PLAN)
+        episodes = group.run(killing_policy(pids[0], signal.SIGKILL, at_call=6))
+        assert group.restarts == 1 and group.done
+        assert sorted(signature(episodes)) == sorted(sig for sig, _ in planned(4, PLAN))

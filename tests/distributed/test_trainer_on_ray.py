@@ -8,8 +8,7 @@ import torch
 pytest.importorskip("baselines.core.trainer", reason="the trainer has not landed yet")
 
 from baselines.core.config import Config
-from baselines.core.trainer import Trainer, env_overrides
-from baselines.distributed import make_worker_group
+from baselines.core.trainer import Trainer
 from marft_envs import Verdict
 
 CFG = {
@@ -42,17 +41,14 @@ def digit_share_verifier():
 
 
 def train(tmp_path, workers: str):
-    cfg = Config.from_dict(CFG)
+    cfg = Config.from_dict({**CFG, "train": {**CFG["train"], "workers": workers,
+                                              "env_workers": 2 if workers == "ray" else 1}})
     cfg.env.overrides["verifier"] = digit_share_verifier()
     trainer = Trainer(cfg, tmp_path / workers)
-    if workers == "ray":  # the hook: a worker group stands in for the trainer's vector env
-        env_id, overrides = env_overrides(cfg, for_eval=False)
-        trainer.venv.close()
-        trainer.venv = make_worker_group(
-            "ray", env_id, cfg.env.num_envs, num_workers=2, seed=cfg.train.seed, **overrides
-        )
+    assert type(trainer.venv).__name__ == {"ray": "RayWorkerGroup", "inprocess": "InProcessWorkerGroup"}[workers]
+    assert trainer.venv.num_workers == cfg.train.env_workers
     metrics = [trainer.step() for _ in range(cfg.train.iterations)]
-    trainer.venv.close()
+    trainer.close()
     numbers = [{k: v for k, v in m.items() if not k.startswith("time/")} for m in metrics]
     return numbers, {n: trainer.model.adapter_state(n) for n in trainer.model.adapters}
 

@@ -65,3 +65,41 @@ def test_clear_errors():
         make_worker_group("threads", ENV, 2)
     with pytest.raises(KeyError):
         make_worker_group("inprocess", "no-such-env", 2)
+
+
+def planned(num_envs: int, plan):
+    """What one VectorFlexEnv plays for ``plan``: (signature, env_index) per episode, in order."""
+    venv = marft_envs.make_vec(ENV, num_envs, **OVERRIDES)
+    venv.reset(plan=plan)
+    episodes = venv.run(scripted_policy)
+    return list(zip(signature(episodes), [e.env_index for e in episodes]))
+
+
+PLAN = [(s, t) for s in (3, 4) for t in marft_envs.make(ENV).unwrapped.dataset.ids[:4]]  # 8 episodes
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_group_plays_exactly_a_plan(workers):
+    group = make_worker_group("inprocess", ENV, 5, num_workers=workers, **OVERRIDES)
+    group.reset(plan=PLAN)
+    episodes = group.run(scripted_policy)
+    assert group.done
+    with pytest.raises(RuntimeError, match="idle"):
+        group.next_batch()
+    got = list(zip(signature(episodes), [e.env_index for e in episodes]))
+    want = planned(5, PLAN)
+    assert sorted((e.seed, e.task_id) for e in episodes) == sorted(PLAN)  # each planned pair once
+    if workers == 1:  # one shard is VectorFlexEnv exactly: same order and environment indices
+        assert got == want
+    else:  # the plan is split over shards: the same episodes, global env indices in range
+        assert sorted(sig for sig, _ in got) == sorted(sig for sig, _ in want)
+        assert all(0 <= i < 5 for _, i in got)
+
+
+def test_a_plan_shorter_than_the_group_leaves_environments_idle():
+    group = make_worker_group("inprocess", ENV, 5, num_workers=2, **OVERRIDES)
+    group.reset(plan=PLAN[:3])  # shard 2 (environments 3, 4) gets nothing
+    assert sum(group.waiting().values()) == 3
+    assert sorted(signature(group.run(scripted_policy))) == sorted(sig for sig, _ in planned(5, PLAN[:3]))
+    with pytest.raises(ValueError, match="needs num_episodes"):
+        make_worker_group("inprocess", ENV, 2, seed=0, **OVERRIDES).run(scripted_policy)
