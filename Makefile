@@ -27,7 +27,7 @@ system-deps:
 
 setup: system-deps $(STAMP)
 
-## The main job: one episode of a math team, transcript and verdict.
+## The main job: a MARFT training demo (SmolLM2-135M on CPU): eval before/after, learning curves.
 demo: $(STAMP)
 	$(BIN)/python -m baselines.demo
 
