@@ -1,12 +1,20 @@
 """Peak memory of a 4-agent MARFT training step vs a 1-agent step on the same base model.
 
-    python benchmarks/bench_memory.py [--model smollm2-135m]
+    python benchmarks/bench_memory.py [--model smollm2-135m] [--prompt-tokens 192] [--new-tokens 16]
 
 Each configuration runs in its own process (peak RSS on CPU, peak CUDA memory on a GPU) and
 does one full iteration: rollout, scoring, PPO update of every agent's adapter and the critic.
 MARFT here keeps ONE base model with 4 + 1 LoRA adapters; the MARFT reference code keeps one
 full model per agent plus one for the critic, estimated below from the parameter bytes.
 Target: ratio <= 1.2.
+
+Fair comparison: what is measured is the cost of more agents (adapters, their optimiser
+states, one critic over more roles), not of more data. Both steps train on the same number of
+sequences of the same shape: the 1-agent step plays 4x the episodes (one turn each), so both
+have ``4 * episodes`` turns, and every played turn's prompt and response are replaced, after
+the rollout, by ``--prompt-tokens`` and ``--new-tokens`` fixed random token ids (the
+environment's rewards and verdicts are kept), as is the state the centralised critic reads.
+So every scoring pass and every optimiser step sees equal sequences and tokens in both runs.
 """
 
 from __future__ import annotations
@@ -22,10 +30,30 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def child(model: str, agents: int, out: str) -> None:
+EPISODES = 4  # episodes of the 4-agent step; the 1-agent step plays 4x as many
+
+
+def fixed_shape(collect, prompt_tokens: int, new_tokens: int, vocab: int):
+    """``collect`` whose turns all carry ``prompt_tokens`` + ``new_tokens`` fixed token ids."""
+    import torch
+
+    def wrapped(*args, **kwargs):
+        rollout = collect(*args, **kwargs)
+        g = torch.Generator().manual_seed(0)
+        for t in rollout.flat():
+            t.prompt_ids = torch.randint(100, vocab, (prompt_tokens,), generator=g).tolist()
+            t.action_ids = torch.randint(100, vocab, (new_tokens,), generator=g).tolist()
+            t.state = "the same shared state for every turn " * 8
+        return rollout
+
+    return wrapped
+
+
+def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int) -> None:
     import torch
 
     import marft_envs
+    from baselines.core import trainer as trainer_module
     from baselines.core.config import load_config
     from baselines.core.trainer import Trainer
     from marft_envs import Role, Workflow
@@ -36,9 +64,18 @@ def child(model: str, agents: int, out: str) -> None:
     marft_envs.register(env_id, "marft_envs.flexmg:FlexMGEnv", kwargs={
         "dataset": "arith", "workflow": Workflow(f"bench-{agents}", roles), "verifier": "math"})
     cfg = load_config("marft", overrides=[
-        f"env.id={env_id}", f"model.name={model}", "model.max_new_tokens=16", "env.num_envs=4",
-        "train.episodes_per_iteration=4", "algo.minibatch_size=4", "train.log=[]"])
+        f"env.id={env_id}", f"model.name={model}", f"model.max_new_tokens={new_tokens}", "env.num_envs=4",
+        f"train.episodes_per_iteration={EPISODES * 4 // agents}", "algo.minibatch_size=4", "train.log=[]"])
     trainer = Trainer(cfg, out)
+    turns = []
+
+    def counted(*args, **kwargs):
+        rollout = shaped(*args, **kwargs)
+        turns.append(len(rollout.flat()))
+        return rollout
+
+    shaped = fixed_shape(trainer_module.collect, prompt_tokens, new_tokens, min(len(trainer.model.tokenizer), 30000))
+    trainer_module.collect = counted
     cuda = torch.cuda.is_available()
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if cuda:
@@ -46,21 +83,25 @@ def child(model: str, agents: int, out: str) -> None:
     trainer.step()
     params = sum(p.numel() * p.element_size() for p in trainer.model.peft.get_base_model().parameters())
     peak = torch.cuda.max_memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"peak": peak, "loaded": loaded * 1024, "params": params, "cuda": cuda}))
+    print(json.dumps({"peak": peak, "loaded": loaded * 1024, "params": params, "cuda": cuda,
+                      "turns": turns[0], "adapters": len(trainer.model.adapters)}))
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--out", default="runs/bench_memory")
+    p.add_argument("--prompt-tokens", type=int, default=192, help="prompt tokens of every trained turn")
+    p.add_argument("--new-tokens", type=int, default=16, help="response tokens of every trained turn")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        child(args.model, args.child, args.out)
+        child(args.model, args.child, args.out, args.prompt_tokens, args.new_tokens)
         return
     results = {}
     for agents in (1, 4):
         done = subprocess.run([sys.executable, __file__, "--model", args.model, "--out", args.out,
+                               "--prompt-tokens", str(args.prompt_tokens), "--new-tokens", str(args.new_tokens),
                                "--child", str(agents)], check=False, capture_output=True, text=True, cwd=ROOT)
         if done.returncode != 0:
             raise SystemExit(done.stderr[-3000:])
@@ -68,7 +109,12 @@ def main() -> None:
     one, four = results[1], results[4]
     mib = 1024 ** 2
     kind = "peak CUDA memory" if one["cuda"] else "peak RSS"
+    if one["turns"] != four["turns"]:
+        raise SystemExit(f"unfair comparison: {one['turns']} trained turns (1 agent) vs {four['turns']} (4 agents)")
     print(f"model {args.model}: base parameters {one['params'] / mib:.0f} MiB")
+    print(f"both steps: {one['turns']} trained sequences of {args.prompt_tokens} prompt + {args.new_tokens} "
+          f"response tokens, minibatch 4; LoRA adapters (policies + critic): 1-agent {one['adapters']}, "
+          f"4-agent {four['adapters']}")
     print(f"1-agent MARFT step: {kind} {one['peak'] / mib:.0f} MiB")
     print(f"4-agent MARFT step: {kind} {four['peak'] / mib:.0f} MiB")
     print(f"ratio 4-agent / 1-agent: {four['peak'] / one['peak']:.3f} (target <= 1.2)")
