@@ -218,8 +218,8 @@ class Config:
             (t.keep_checkpoints >= 1, "train.keep_checkpoints must be >= 1"),
             (t.env_workers >= 1, "train.env_workers must be >= 1"),
             (t.env_workers <= self.env.num_envs,
-             f"train.env_workers={t.env_workers} exceeds env.num_envs={self.env.num_envs}: each "
-             "worker needs at least one environment"),
+             (f"train.env_workers={t.env_workers} exceeds env.num_envs={self.env.num_envs}: each "
+              "worker needs at least one environment")),
         ]
         for ok, message in checks:
             if not ok:
