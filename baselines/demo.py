@@ -3,8 +3,8 @@
 A two-agent team on ``addition-2agent``, an environment this module registers through the
 public ``marft_envs`` API: the problem is ``"a + b"`` with ``a, b`` in 1..9; a ``solver``
 writes a calculation, then an ``answerer`` (who sees the problem and the solver's message)
-gives the final answer, which alone is graded by the math verifier (``\\boxed{}`` or the last
-number). Short answers suffice (``max_new_tokens=8``), and the untrained model already scores
+gives the final answer, which alone is graded: correct iff its last integer is the sum.
+Short answers suffice (``max_new_tokens=8``), and the untrained model already scores
 sometimes, so the reward signal is there from the first iteration.
 
 The demo evaluates the untrained team greedily, trains MARFT (one LoRA adapter per agent on one
@@ -23,13 +23,14 @@ On a GPU, the same trainer runs a real model:
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import marft_envs
-from marft_envs import Role, Workflow
+from marft_envs import Role, Verdict, Workflow
 from tasks import Dataset, Task
 
 ENV_ID = "addition-2agent"
@@ -61,12 +62,32 @@ def addition_dataset(split: str = "test") -> Dataset:
     return Dataset(name="addition", split=split, kind="math", tasks=tasks, source="generated:addition")
 
 
+class LastNumberVerifier:
+    """Correct iff the last integer in the response equals the answer.
+
+    The model's natural reply is ``"3 + 4 = 7"``; the general math verifier does not take the
+    last number of such an equation (it scores it wrong), so the demo grades it directly.
+    """
+
+    name = "last-number"
+
+    def grade(self, response, task: Task) -> Verdict:
+        numbers = re.findall(r"-?\d+", response if isinstance(response, str) else "")
+        answer = numbers[-1] if numbers else None
+        ok = answer == task.answer
+        return Verdict(correct=ok, answer=answer, reason="exact" if ok else ("mismatch" if answer else "no number"),
+                       score=1.0 if ok else 0.0)
+
+    def feedback(self, response, task: Task, verdict: Verdict, mode: str) -> str:
+        return "" if mode == "none" else f"Feedback: {'correct' if verdict.correct else 'wrong'}."
+
+
 def register_addition(env_id: str = ENV_ID) -> str:
     """Register the demo's addition environment under ``env_id`` (idempotent); returns the id."""
     if env_id not in marft_envs.registry:
         marft_envs.register(
             env_id, "marft_envs.flexmg:FlexMGEnv",
-            kwargs={"dataset": addition_dataset(), "workflow": ADDITION_WORKFLOW, "verifier": "math",
+            kwargs={"dataset": addition_dataset(), "workflow": ADDITION_WORKFLOW, "verifier": LastNumberVerifier(),
                     "horizon": 1, "feedback": "none", "reward_to": "team"},
             description="single-digit addition, solver then answerer (baselines.demo)",
         )

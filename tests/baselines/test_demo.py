@@ -20,7 +20,8 @@ def test_addition_env_grades_the_answerer():
     env = marft_envs.make(demo.register_addition(), seed=0)
     assert env.possible_agents == ["solver_0", "answerer_1"]
     assert play(env, lambda a, b: str(a + b)) == {"solver_0": 1.0, "answerer_1": 1.0}
-    assert play(env, lambda a, b: f"\\boxed{{{a + b}}}") == {"solver_0": 1.0, "answerer_1": 1.0}
+    assert play(env, lambda a, b: f"{a} + {b} = {a + b}") == {"solver_0": 1.0, "answerer_1": 1.0}
+    assert play(env, lambda a, b: "I'm glad to help") == {"solver_0": 0.0, "answerer_1": 0.0}
     assert play(env, lambda a, b: str(a + b + 1)) == {"solver_0": 0.0, "answerer_1": 0.0}
     assert {t.answer for t in demo.addition_dataset().tasks} == {str(s) for s in range(2, 19)}
 
