@@ -23,6 +23,7 @@ On a GPU, the same trainer runs a real model:
 from __future__ import annotations
 
 import argparse
+import random
 import re
 import sys
 import time
@@ -56,9 +57,14 @@ DEMO_CONFIG = [
 
 
 def addition_dataset(split: str = "test") -> Dataset:
-    """Every ``a + b`` with ``a, b`` in 1..9 (81 tasks); the answer is the sum as text."""
-    tasks = tuple(Task(id=f"add-{a}-{b}", kind="math", prompt=f"{a} + {b}", answer=str(a + b))
-                  for a in range(1, 10) for b in range(1, 10))
+    """Every ``a + b`` with ``a, b`` in 1..9 (81 tasks), in a fixed shuffled order; the answer is the sum.
+
+    Shuffled because an evaluation of N episodes plays the first N tasks: in sorted order those
+    would all be ``1 + b``, the easiest.
+    """
+    pairs = [(a, b) for a in range(1, 10) for b in range(1, 10)]
+    random.Random(0).shuffle(pairs)
+    tasks = tuple(Task(id=f"add-{a}-{b}", kind="math", prompt=f"{a} + {b}", answer=str(a + b)) for a, b in pairs)
     return Dataset(name="addition", split=split, kind="math", tasks=tasks, source="generated:addition")
 
 
