@@ -48,8 +48,8 @@ ADDITION_WORKFLOW = Workflow(
 )
 
 DEMO_CONFIG = [
-    f"env.id={ENV_ID}", "env.num_envs=16", "train.episodes_per_iteration=16",
-    "env.eval_episodes=32", "train.iterations=8", "train.checkpoint_every=0",
+    f"env.id={ENV_ID}", "env.num_envs=8", "train.episodes_per_iteration=8",
+    "env.eval_episodes=16", "train.iterations=3", "train.checkpoint_every=0",
     "model.max_new_tokens=8", "model.temperature=0.5", "model.lora_r=8", "model.lora_dropout=0",
     "algo.lr=3e-4", "algo.critic_lr=1e-3", "algo.minibatch_size=8", "algo.ppo_epochs=2",
     "algo.gamma=1.0", "algo.lam=1.0", "train.log=[jsonl]",
