@@ -89,6 +89,13 @@ _MATRIX = re.compile(
     r"^\\begin\{(pmatrix|bmatrix|Bmatrix|matrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}$", re.DOTALL
 )
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+
+
+def _is_calculation(lhs: str) -> bool:
+    """A left-hand side with digits and no unknowns (``3 + 4``, ``2 \\cdot 3``): arithmetic."""
+    bare = _COMMAND.sub("", lhs)
+    return any(c.isdigit() for c in bare) and not any(c.isalpha() for c in bare)
 
 
 def _scan(s: str):
@@ -179,6 +186,8 @@ def parse_answer(s: str) -> object:
     parts, _ = split_top(s, ("=",))
     if len(parts) > 1:
         lhs, rhs = parts[0].strip(), parts[-1].strip()
+        if _is_calculation(lhs):
+            return parse_answer(rhs)  # "3 + 4 = 7" states the value 7, as a worked answer does
         if _VAR.match(lhs):
             return Assign(lhs, parse_answer(rhs))
         return Equation(lhs, rhs)
