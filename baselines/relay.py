@@ -8,7 +8,7 @@ test, the learning-curve benchmark and the memory/overhead benchmarks.
 
 With the tiny character model of :func:`relay_model` (vocabulary: the key letters and four
 special tokens; other characters are dropped) and ``max_new_tokens=1``, an untrained team
-answers right by chance only (about 1/8).
+answers right by chance only.
 """
 
 from __future__ import annotations
@@ -66,22 +66,37 @@ def register_relay(env_id: str = ENV_ID, keys: str = KEYS) -> str:
     return env_id
 
 
+# The training settings under which MARFT learns the relay on CPU (learning test, curves benchmark).
+RELAY_CONFIG: tuple[str, ...] = (
+    "model.max_new_tokens=1", "model.lora_dropout=0",
+    "model.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
+    "env.num_envs=16", "train.episodes_per_iteration=32", "env.eval_episodes=32",
+    "algo.lr=3e-4", "algo.critic_lr=3e-3", "algo.minibatch_size=16", "algo.ppo_epochs=2",
+    "algo.gamma=1.0", "algo.lam=1.0", "algo.ent_coef=0.05",
+    "train.checkpoint_every=0", "train.log=[]",
+)
+
+
 def relay_model(path: str | Path, keys: str = KEYS, seed: int = 0, hidden_size: int = 64,
-                initializer_range: float = 0.2) -> Path:
+                initializer_range: float = 0.2, tie_embeddings: bool = False) -> Path:
     """Save a tiny random Qwen2 whose vocabulary is ``keys`` plus the special tokens to ``path``.
 
     The tokenizer deletes every other character, so a prompt is a few special tokens and the
     letters it carries (the key for the sender, the sender's message for the receiver), and a
-    random policy picks among 8 tokens (chance ~1/8). The large ``initializer_range`` makes the
-    random network's output depend clearly on its input letter (with the usual 0.02 it barely
-    does, and two agents that ignore each other sit on a saddle of the coordination game for a
-    long time). Returns ``path`` (a local model directory).
+    random policy picks among 6 tokens. The large ``initializer_range`` makes the random
+    network's output depend clearly on its input letter (with the usual 0.02 it barely does,
+    and two agents that ignore each other sit on a saddle of the coordination game for a long
+    time). The output head is untied from the input embeddings: with tied embeddings the
+    residual stream makes a random model echo the prompt's last token, ``<|im_start|>``, so the
+    sender mostly emits special tokens (an empty message) and on many seeds the receiver settles
+    on a constant guess before any message carries the key. Returns ``path``.
     """
     from .core.models import build_char_tokenizer, build_tiny_model
 
     path = Path(path)
     tok = build_char_tokenizer(keys, drop_unknown=True)
-    model = build_tiny_model(tok, hidden_size=hidden_size, seed=seed, initializer_range=initializer_range)
+    model = build_tiny_model(tok, hidden_size=hidden_size, seed=seed, initializer_range=initializer_range,
+                             tie_embeddings=tie_embeddings)
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return path

@@ -21,16 +21,9 @@ import torch
 from baselines.core.config import load_config
 from baselines.core.logging import MetricsLogger, plot_side_by_side
 from baselines.core.trainer import Trainer
-from baselines.relay import register_relay, relay_model
+from baselines.relay import RELAY_CONFIG, register_relay, relay_model
 
 METHODS = ("marft", "marft_shared", "ippo")
-CONFIG = [
-    "model.max_new_tokens=1", "model.lora_dropout=0",
-    "model.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
-    "env.num_envs=16", "train.episodes_per_iteration=32", "env.eval_episodes=32",
-    "algo.lr=3e-4", "algo.critic_lr=3e-3", "algo.minibatch_size=16", "algo.ppo_epochs=2",
-    "algo.gamma=1.0", "algo.lam=1.0", "train.checkpoint_every=0", "train.log=[]",
-]
 
 
 def main() -> None:
@@ -49,7 +42,7 @@ def main() -> None:
         model = relay_model(out / f"model_seed{seed}", keys=args.keys, seed=seed)
         for method in METHODS:
             cfg = load_config(method, overrides=[f"env.id={env_id}", f"model.name={model}",
-                                                 f"train.seed={seed}", *CONFIG])
+                                                 f"train.seed={seed}", *RELAY_CONFIG])
             run = out / f"{method}_seed{seed}"
             trainer = Trainer(cfg, run)
             start = time.perf_counter()

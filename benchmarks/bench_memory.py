@@ -15,12 +15,18 @@ have ``4 * episodes`` turns, and every played turn's prompt and response are rep
 the rollout, by ``--prompt-tokens`` and ``--new-tokens`` fixed random token ids (the
 environment's rewards and verdicts are kept), as is the state the centralised critic reads.
 So every scoring pass and every optimiser step sees equal sequences and tokens in both runs.
+
+On CPU the children run with ``MALLOC_MMAP_THRESHOLD_=65536``: glibc then serves every large
+tensor from its own mapping and returns it on free, so peak RSS tracks the live tensors instead
+of the heap's fragmentation high-water mark (which otherwise varies by hundreds of MiB with the
+order of allocations, not with the number of agents).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -81,9 +87,12 @@ def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int
     if cuda:
         torch.cuda.reset_peak_memory_stats()
     trainer.step()
-    params = sum(p.numel() * p.element_size() for p in trainer.model.peft.get_base_model().parameters())
+    optimised = {id(p): p for opt in trainer.optimizers.values() for g in opt.param_groups for p in g["params"]}
+    trainable = sum(p.numel() * p.element_size() for p in optimised.values())
+    params = sum(p.numel() * p.element_size() for p in trainer.model.peft.get_base_model().parameters()
+                 if id(p) not in optimised)
     peak = torch.cuda.max_memory_allocated() if cuda else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"peak": peak, "loaded": loaded * 1024, "params": params, "cuda": cuda,
+    print(json.dumps({"peak": peak, "loaded": loaded * 1024, "params": params, "trainable": trainable, "cuda": cuda,
                       "turns": turns[0], "adapters": len(trainer.model.adapters)}))
 
 
@@ -102,7 +111,8 @@ def main() -> None:
     for agents in (1, 4):
         done = subprocess.run([sys.executable, __file__, "--model", args.model, "--out", args.out,
                                "--prompt-tokens", str(args.prompt_tokens), "--new-tokens", str(args.new_tokens),
-                               "--child", str(agents)], check=False, capture_output=True, text=True, cwd=ROOT)
+                               "--child", str(agents)], check=False, capture_output=True, text=True, cwd=ROOT,
+                              env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"})
         if done.returncode != 0:
             raise SystemExit(done.stderr[-3000:])
         results[agents] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -115,6 +125,8 @@ def main() -> None:
     print(f"both steps: {one['turns']} trained sequences of {args.prompt_tokens} prompt + {args.new_tokens} "
           f"response tokens, minibatch 4; LoRA adapters (policies + critic): 1-agent {one['adapters']}, "
           f"4-agent {four['adapters']}")
+    print(f"trainable parameters (LoRA adapters + value heads): 1-agent {one['trainable'] / mib:.1f} MiB, "
+          f"4-agent {four['trainable'] / mib:.1f} MiB (AdamW adds 2x that in optimiser state)")
     print(f"1-agent MARFT step: {kind} {one['peak'] / mib:.0f} MiB")
     print(f"4-agent MARFT step: {kind} {four['peak'] / mib:.0f} MiB")
     print(f"ratio 4-agent / 1-agent: {four['peak'] / one['peak']:.3f} (target <= 1.2)")

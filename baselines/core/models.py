@@ -92,6 +92,7 @@ def build_tiny_model(
     num_heads: int = 4,
     seed: int = 0,
     initializer_range: float = 0.1,
+    tie_embeddings: bool = True,
 ):
     """A randomly initialised tiny causal LM (Qwen2 or Llama) sized for ``tokenizer``.
 
@@ -113,7 +114,7 @@ def build_tiny_model(
         num_attention_heads=num_heads,
         num_key_value_heads=max(1, num_heads // 2),
         max_position_embeddings=4096,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tie_embeddings,
         initializer_range=initializer_range,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
