@@ -1,6 +1,6 @@
 """MARFT vs MARFT-shared vs IPPO on the relay env, same seeds: learning curves side by side.
 
-    python benchmarks/bench_baselines_curves.py [--iterations 30] [--seeds 1 2] [--out runs/bench_curves]
+    python benchmarks/bench_baselines_curves.py [--iterations 50] [--seeds 1 2 3] [--out runs/bench_curves]
 
 The relay env (baselines/relay.py): only the sender sees the key, only the receiver is graded.
 Prints the training team score of every iteration for each method and seed, the final greedy
@@ -28,8 +28,8 @@ METHODS = ("marft", "marft_shared", "ippo")
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--iterations", type=int, default=30)
-    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2], help="model (and training) seeds")
+    p.add_argument("--iterations", type=int, default=50)
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="model (and training) seeds")
     p.add_argument("--keys", default="AB")
     p.add_argument("--out", default="runs/bench_curves")
     args = p.parse_args()
