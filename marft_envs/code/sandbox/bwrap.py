@@ -19,6 +19,7 @@ user and the work dir is a host temp dir bounded only per file (RLIMIT_FSIZE).
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import shutil
@@ -120,8 +121,26 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _ro_binds(layout: PythonLayout) -> list[str]:
-    """bwrap options that expose the interpreter and the system libraries read-only, hiding site-packages."""
+_found: dict[tuple[str, str], str] = {}
+
+
+def _which(name: str) -> str | None:
+    """``shutil.which``, remembering what was found per PATH (it walks PATH: ~0.3 ms a call)."""
+    key = (name, os.environ.get("PATH", os.defpath))
+    if key not in _found:
+        path = shutil.which(name)
+        if path is None:
+            return None  # not remembered: an install during the process is seen
+        _found[key] = path
+    return _found[key]
+
+
+@functools.lru_cache(maxsize=8)
+def _ro_binds(layout: PythonLayout) -> tuple[str, ...]:
+    """bwrap options that expose the interpreter and the system libraries read-only, hiding site-packages.
+
+    Cached per interpreter: the host's directory layout does not change under a running process.
+    """
     dirs = [d for d in ("/usr/lib", "/usr/lib64", "/usr/lib32") if os.path.isdir(d)]
     exe, prefix = os.path.realpath(layout.executable), os.path.realpath(layout.prefix)
     files = []
@@ -139,7 +158,7 @@ def _ro_binds(layout: PythonLayout) -> list[str]:
         elif os.path.isdir(d):
             args += ["--ro-bind", d, d]
             dirs.append(d)
-    args += ["--ro-bind", shutil.which("prlimit") or "/usr/bin/prlimit", "/usr/bin/prlimit"]
+    args += ["--ro-bind", _which("prlimit") or "/usr/bin/prlimit", "/usr/bin/prlimit"]
     hidden = {os.path.realpath(s) for s in ("/usr/lib/python3/dist-packages", *layout.site_dirs)}
     for site_dir in sorted(hidden):  # programs get the standard library only: empty, read-only
         if os.path.isdir(site_dir) and any(_under(site_dir, d) for d in dirs):
@@ -153,7 +172,7 @@ def _ro_binds(layout: PythonLayout) -> list[str]:
                 "--remount-ro",
                 site_dir,
             ]
-    return args
+    return tuple(args)
 
 
 def _as_sandbox_uid(cmd: list[str]) -> tuple[list[str], dict]:
@@ -161,7 +180,7 @@ def _as_sandbox_uid(cmd: list[str]) -> tuple[list[str], dict]:
     can then vfork; Popen's own ``user=`` forces a full fork of this possibly large process,
     several ms of CPU per run), else with Popen ``user=``/``group=`` (no preexec_fn: thread-safe).
     """
-    setpriv = shutil.which("setpriv")
+    setpriv = _which("setpriv")
     if setpriv:
         ids = str(SANDBOX_UID)
         return [setpriv, f"--reuid={ids}", f"--regid={ids}", "--clear-groups", "--", *cmd], {}
@@ -337,9 +356,9 @@ def _read_available(fd: int, limit: int = 65536) -> bytes:
 
 
 def _missing_bwrap() -> str | None:
-    if shutil.which("bwrap") is None:
+    if _which("bwrap") is None:
         return "bubblewrap is not installed (`scripts/install_system_deps.sh` or `apt-get install -y bubblewrap`)"
-    if shutil.which("prlimit") is None:
+    if _which("prlimit") is None:
         return "util-linux prlimit is not installed (`apt-get install -y util-linux`)"
     return None
 
