@@ -204,8 +204,6 @@ class Config:
             (a.lr > 0 and a.critic_lr > 0, "algo.lr and algo.critic_lr must be > 0"),
             (a.warmup_steps >= 0, "algo.warmup_steps must be >= 0"),
             (m.lora_r >= 1, "model.lora_r must be >= 1"),
-            (m.critic_shares_base, "model.critic_shares_base=false (a critic on its own base copy) is "
-             "not implemented; valid: true (critics are an adapter + value head on the shared base)"),
             (not {"lm_head", "embed_tokens"} & set(m.target_modules),
              "model.target_modules must not name lm_head or embed_tokens: log-probabilities are "
              "projected with the base model's output embedding, so a LoRA there would not train"),

@@ -15,6 +15,7 @@ head, optimiser, scheduler, the RNG states and ``k``, so ``--resume`` continues 
 
 from __future__ import annotations
 
+import copy
 import math
 import random
 import time
@@ -169,8 +170,14 @@ class Trainer:
         self.critic_names = self.method.critic_names(self.agents)
         lora = LoraSpec(cfg.model.lora_r, cfg.model.lora_alpha, cfg.model.lora_dropout,
                         list(cfg.model.target_modules))
-        self.model = AdapterModel(model, tokenizer, self.policy_names + self.critic_names, lora)
-        self.critics = Critics(self.model, self.critic_names, self.method.critic_kind)
+        if cfg.model.critic_shares_base:
+            self.model = AdapterModel(model, tokenizer, self.policy_names + self.critic_names, lora)
+            self.critic_model = self.model
+        else:  # the critics' adapters on their own copy of the base (copied before peft wraps it)
+            critic_base = copy.deepcopy(model)
+            self.model = AdapterModel(model, tokenizer, self.policy_names, lora)
+            self.critic_model = AdapterModel(critic_base, tokenizer, self.critic_names, lora)
+        self.critics = Critics(self.critic_model, self.critic_names, self.method.critic_kind)
         self.pad_id = tokenizer.pad_token_id
         if cfg.model.backend == "vllm":
             from ..distributed.vllm_generator import VLLMGenerator
@@ -236,7 +243,7 @@ class Trainer:
         cfg, a = self.cfg, self.cfg.algo
         it = self.iteration
         t_start = time.perf_counter()
-        self.model.peft.eval()
+        self._set_training(False)
         sampling = SamplingSpec(cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=False)
         rollout = collect(self.venv, self.generator, self.method.policy_adapter,
                           cfg.train.episodes_per_iteration, sampling, seed=self.data_seed(it))
@@ -256,7 +263,7 @@ class Trainer:
         for k in keys:
             algos.check_finite(f"advantages of turn {k}", adv[k])
 
-        self.model.peft.train()
+        self._set_training(True)
         t_update = time.perf_counter()
         trained = self.agents_to_train(it)
         generator = torch.Generator().manual_seed(cfg.train.seed * 1_000_003 + it)
@@ -352,9 +359,17 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
 
+    def adapter_models(self) -> list[AdapterModel]:
+        """The policy model, and the critics' model when it is a separate base copy."""
+        return [self.model] if self.critic_model is self.model else [self.model, self.critic_model]
+
+    def _set_training(self, training: bool) -> None:
+        for m in self.adapter_models():
+            m.peft.train(training)
+
     def state(self) -> dict[str, Any]:
         return {
-            "adapters": {n: self.model.adapter_state(n) for n in self.model.adapters},
+            "adapters": {n: m.adapter_state(n) for m in self.adapter_models() for n in m.adapters},
             "value_heads": self.critics.head_state(),
             "optimizers": {k: o.state_dict() for k, o in self.optimizers.items()},
             "schedulers": {k: s.state_dict() for k, s in self.schedulers.items()},
@@ -369,18 +384,21 @@ class Trainer:
         """Checkpoint everything needed to resume (plus peft-format adapters for reuse)."""
         return save_checkpoint(
             self.out_dir, step=self.iteration, state=self.state(),
-            writers={"peft": lambda folder: self.model.peft.save_pretrained(folder)},
+            writers={("peft" if i == 0 else "peft_critic"): m.peft.save_pretrained
+                     for i, m in enumerate(self.adapter_models())},
             keep_last=self.cfg.train.keep_checkpoints)
 
     def load(self, path: str | Path) -> int:
         """Restore a checkpoint (a ``step_*`` folder or a run directory); returns its iteration."""
         state = load_checkpoint(path)
-        missing = set(self.model.adapters) - set(state["adapters"])
+        models = self.adapter_models()
+        missing = {n for m in models for n in m.adapters} - set(state["adapters"])
         if missing:
             raise ValueError(f"checkpoint {state['path']} lacks adapters {sorted(missing)}: "
                              f"was it written by another method or environment?")
-        for name in self.model.adapters:
-            self.model.load_adapter_state(name, {k: v.to(self.device) for k, v in state["adapters"][name].items()})
+        for m in models:
+            for name in m.adapters:
+                m.load_adapter_state(name, {k: v.to(self.device) for k, v in state["adapters"][name].items()})
         self.critics.load_head_state(state["value_heads"])
         for k, opt in self.optimizers.items():
             opt.load_state_dict(state["optimizers"][k])

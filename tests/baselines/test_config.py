@@ -131,7 +131,6 @@ def test_bad_values_name_the_field_and_the_expected_type(override, message):
     ("train.workers=threads", r"train.workers: 'threads' is not valid"),
     ("train.env_workers=0", "train.env_workers must be >= 1"),
     ("train.env_workers=9", r"train.env_workers=9 exceeds env.num_envs=8"),
-    ("model.critic_shares_base=false", r"critic_shares_base=false .* not implemented"),
     ("model.target_modules=q_proj,lm_head", r"must not name lm_head"),
 ])
 def test_out_of_range_values_are_rejected(override, message):

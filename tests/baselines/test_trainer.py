@@ -92,3 +92,31 @@ def test_resume_continues_bit_for_bit(relay, tmp_path):
 
     assert learning(full.history) == learning(resumed.history)
     assert len(full.history) == 4
+
+
+def test_critic_on_its_own_base_copy_trains_and_resumes(relay, tmp_path):
+    extra = ["model.critic_shares_base=false", "train.iterations=2"]
+    tr = make(relay, tmp_path, "marft", extra)
+    assert tr.critic_model is not tr.model
+    assert tr.model.adapters == ["sender_0", "receiver_1"] and tr.critic_model.adapters == ["critic"]
+
+    def tensors(m):
+        return {p.data_ptr() for p in m.peft.get_base_model().parameters()}
+
+    assert not tensors(tr.model) & tensors(tr.critic_model)  # two bases, no shared storage
+    with torch.no_grad():
+        tr.critics.heads["critic"].linear.bias.fill_(0.5)
+    critic_before = tr.critic_model.adapter_state("critic")
+    tr.train()
+    critic_after = tr.critic_model.adapter_state("critic")
+    assert any(not torch.equal(critic_before[k], critic_after[k]) for k in critic_before)
+    step = max((tmp_path / "checkpoints").glob("step_*"))
+    assert (step / "peft").is_dir() and (step / "peft_critic").is_dir()  # both reusable peft folders
+
+    resumed = make(relay, tmp_path, "marft", extra)
+    assert resumed.load(tmp_path) == 2
+    for k, v in critic_after.items():
+        assert torch.equal(resumed.critic_model.adapter_state("critic")[k], v)
+    for name, state in weights(tr).items():
+        for k, v in state.items():
+            assert torch.equal(weights(resumed)[name][k], v), (name, k)
