@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 from collections import Counter, defaultdict
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,12 +217,18 @@ def _check_transcripts(bundle: Bundle, agents: list[str], answerer: str) -> None
             )
 
 
-def grade_episodes(bundle: Bundle, env: Any, retries: int = INFRA_RETRIES) -> list[EpisodeGrade]:
-    """Grade every episode's final output with the environment's own verifier."""
+def grade_episodes(bundle: Bundle, env: Any, retries: int = INFRA_RETRIES,
+                   workers: int | None = None) -> list[EpisodeGrade]:
+    """Grade every episode's final output with the environment's own verifier.
+
+    Episodes are graded ``workers`` at a time (default: up to 4, one per core): a code
+    verdict waits on a sandbox run, and the verifiers are thread-safe. Grades keep the
+    bundle's episode order.
+    """
     base = env.unwrapped
     verifier, ds = base.verifier, base.dataset
-    grades = []
-    for i, ep in enumerate(bundle.episodes):
+
+    def grade(i: int, ep: Any) -> EpisodeGrade:
         task = ds.by_id(ep.task_id)
         for _ in range(retries + 1):
             v = verifier.grade(ep.final_output, task)
@@ -231,8 +239,19 @@ def grade_episodes(bundle: Bundle, env: Any, retries: int = INFRA_RETRIES) -> li
                 f"the verifier reported an infrastructure error on episode {i} (task {ep.task_id!r}) "
                 f"{retries + 1} times: {v.reason}; nothing was stored, please resubmit later"
             )
-        grades.append(EpisodeGrade(i, ep.task_id, ep.seed, float(v.score), bool(v.correct), v.answer, v.reason))
-    return grades
+        return EpisodeGrade(i, ep.task_id, ep.seed, float(v.score), bool(v.correct), v.answer, v.reason)
+
+    workers = workers or min(4, os.cpu_count() or 1)
+    if workers == 1 or len(bundle.episodes) < 2:
+        return [grade(i, ep) for i, ep in enumerate(bundle.episodes)]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="regrade") as pool:
+        futures = [pool.submit(grade, i, ep) for i, ep in enumerate(bundle.episodes)]
+        try:
+            return [f.result() for f in futures]
+        except BaseException:
+            for f in futures:  # one episode cannot be graded: the submission fails, stop the rest
+                f.cancel()
+            raise
 
 
 def summarise(grades: list[EpisodeGrade], n_tasks: int) -> tuple[float, float, float]:

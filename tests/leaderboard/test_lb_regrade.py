@@ -9,6 +9,8 @@ import marft_envs
 from leaderboard.regrade import (
     BundleRejected,
     GradingUnavailable,
+    build_env,
+    grade_episodes,
     overrides_for,
     regrade,
     wilson_interval,
@@ -41,6 +43,18 @@ def test_honest_bundle_scores_its_true_value(honest_bundle: Bundle) -> None:
     assert g.score == pytest.approx(0.6)
     assert [e.correct for e in g.episodes[:5]] == [True, False, True, False, True]
     assert (g.ci_low, g.ci_high) == pytest.approx(wilson_interval(0.6, 5))
+
+
+def test_parallel_grading_gives_the_serial_grades_in_bundle_order(honest_bundle: Bundle) -> None:
+    env = build_env(honest_bundle)
+    try:
+        serial = grade_episodes(honest_bundle, env, workers=1)
+        parallel = grade_episodes(honest_bundle, env, workers=4)
+    finally:
+        env.close()
+    assert parallel == serial
+    assert [g.index for g in parallel] == list(range(len(honest_bundle.episodes)))
+    assert [g.correct for g in parallel] == [i % 2 == 0 for i in range(5)] * 2
 
 
 def test_claimed_score_is_ignored(honest_bundle: Bundle) -> None:
@@ -109,3 +123,9 @@ def test_persistent_infrastructure_errors_refuse_the_submission(honest_bundle: B
     b = honest_bundle.model_copy(update={"env_id": infra_env_id, "env_spec": spec})
     with pytest.raises(GradingUnavailable, match="infrastructure error on episode 0 .* 3 times"):
         regrade(b)
+    env = build_env(b)
+    try:  # graded four at a time, the submission still fails as a whole
+        with pytest.raises(GradingUnavailable, match="infrastructure error on episode"):
+            grade_episodes(b, env, workers=4)
+    finally:
+        env.close()
