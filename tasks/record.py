@@ -8,6 +8,29 @@ from typing import Any, Literal, Mapping
 TaskKind = Literal["math", "code"]
 
 
+class FrozenMetadata(dict):
+    """A read-only dict: a task's metadata is part of its dataset's content hash, so changing it
+    after loading would make that hash lie. Pickles (Ray workers) and JSON-serialises as a dict."""
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("Task.metadata is read-only (it is part of the dataset hash); "
+                        "build a new Task with dataclasses.replace(task, metadata={...})")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+
+    def __reduce__(self):
+        return (FrozenMetadata, (dict(self),))
+
+    def __copy__(self) -> "FrozenMetadata":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "FrozenMetadata":
+        import copy
+
+        return FrozenMetadata(copy.deepcopy(dict(self), memo))
+
+
 @dataclass(frozen=True)
 class IOTest:
     """One stdin/stdout test case (CodeForces/APPS style)."""
@@ -40,6 +63,8 @@ class Task:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.metadata, FrozenMetadata):
+            object.__setattr__(self, "metadata", FrozenMetadata(self.metadata))
         if self.kind not in ("math", "code"):
             raise ValueError(f"Task {self.id!r}: kind must be 'math' or 'code', got {self.kind!r}")
         if not isinstance(self.id, str) or not self.id:

@@ -87,6 +87,25 @@ def test_content_hash_sensitive_to_every_change():
     assert content_hash(_tasks()) == base  # equal records, fresh objects
 
 
+def test_metadata_is_read_only_so_the_hash_cannot_go_stale():
+    import copy
+    import dataclasses
+    import pickle
+
+    task = Task(id="t/0", kind="math", prompt="1+1", answer="2", metadata={"level": 1})
+    ds = Dataset(name="d", split="test", kind="math", tasks=(task,), source="test")
+    before = ds.hash
+    for mutate in (lambda m: m.__setitem__("level", 5), lambda m: m.update(level=5),
+                   lambda m: m.pop("level"), lambda m: m.clear(), lambda m: m.setdefault("x", 1)):
+        with pytest.raises(TypeError, match="read-only"):
+            mutate(task.metadata)
+    assert dict(task.metadata) == {"level": 1} and ds.hash == before
+    assert pickle.loads(pickle.dumps(task)) == task  # still travels to Ray workers
+    assert copy.deepcopy(task) == task and type(task.to_dict()["metadata"]) is dict
+    changed = dataclasses.replace(task, metadata={"level": 5})
+    assert changed.metadata["level"] == 5 and content_hash((changed,)) != content_hash((task,))
+
+
 def test_hash_stable_across_processes():
     # Fixed records must give the same hash in a fresh interpreter (no randomised hashing).
     code = "import tasks; print(tasks.load('arith', split='test', size=50, seed=3).hash)"
