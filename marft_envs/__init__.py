@@ -13,7 +13,7 @@ from .registry import EnvSpec, make, pprint_registry, register, registry, spec
 from .spaces import UnicodeText
 from .vector import Batch, VectorFlexEnv, make_vec
 from .verdict import Verdict
-from .verifiers import Verifier, get_verifier, register_verifier
+from .verifiers import Verifier, get_verifier, grader_version, register_verifier
 from .workflow import Role, Workflow, get_workflow, register_workflow, workflow_names
 from .envs import register_builtin_envs
 
@@ -23,7 +23,7 @@ register_builtin_envs()
 
 __all__ = [
     "Batch", "EnvSpec", "Episode", "FlexMGEnv", "Role", "Turn", "UnicodeText", "VectorFlexEnv",
-    "Verdict", "Verifier", "Workflow", "get_verifier", "get_workflow", "make", "make_vec",
-    "pprint_registry", "register", "register_verifier", "register_workflow", "registry", "spec",
-    "workflow_names", "__version__",
+    "Verdict", "Verifier", "Workflow", "get_verifier", "get_workflow", "grader_version", "make",
+    "make_vec", "pprint_registry", "register", "register_verifier", "register_workflow", "registry",
+    "spec", "workflow_names", "__version__",
 ]

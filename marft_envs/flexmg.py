@@ -25,7 +25,7 @@ from .episode import Episode, Turn
 from .prompts import chat_messages, prompt_text, transcript_text, user_text
 from .spaces import UnicodeText
 from .verdict import Verdict
-from .verifiers import FEEDBACK_MODES, get_verifier
+from .verifiers import FEEDBACK_MODES, get_verifier, grader_version
 from .workflow import Workflow, get_workflow
 
 REWARD_TO = ("team", "last", "answerer")
@@ -305,6 +305,8 @@ class FlexMGEnv(AECEnv):
         elapsed = time.perf_counter() - start
         vdict = {**verdict.to_dict(), "elapsed": verdict.elapsed or elapsed, "round": self.round,
                  "answerer": answerer}
+        if verdict.grader_version is None:  # a third-party verifier's: name what it declares
+            vdict["grader_version"] = grader_version(self.verifier)
         self._verdicts.append(vdict)
         public = deterministic_verdict(vdict)
         self._version += 1  # the verdict is part of state()

@@ -10,10 +10,18 @@ from .verdict import Verdict
 
 FEEDBACK_MODES = ("none", "verdict", "tests")
 
+UNVERSIONED = "unversioned"
+"""What :func:`grader_version` says of a verifier that declares no ``version``."""
+
 
 @runtime_checkable
 class Verifier(Protocol):
-    """Grades one response to one task. ``grade`` never raises on any response."""
+    """Grades one response to one task. ``grade`` never raises on any response.
+
+    A verifier may also declare ``version``: a string naming its grading rules, bumped whenever
+    they change, that its verdicts carry as ``Verdict.grader_version`` (read it with
+    :func:`grader_version`; it is not part of the protocol so older verifiers still conform).
+    """
 
     name: str
 
@@ -35,6 +43,13 @@ class MathVerifier:
 
     name = "math"
 
+    @property
+    def version(self) -> str:
+        """The math grading rules' version (:mod:`marft_envs.math.version`)."""
+        from .math import version  # lazily, like verify: the package pulls in the whole checker
+
+        return version.GRADER_VERSION
+
     def __init__(self, timeout: float | None = None, last_number_fallback: bool = True):
         self.timeout = timeout
         self.last_number_fallback = last_number_fallback
@@ -53,6 +68,30 @@ class MathVerifier:
 
 
 _VERIFIERS: dict[str, Callable[..., Any]] = {"math": MathVerifier}
+
+
+def grader_version(obj: Any) -> str:
+    """The grader version of a verifier, of an environment's verifier, or of a registered id's.
+
+    ``grader_version("math-3agent")`` (builds the environment once), ``grader_version(env)`` or
+    ``grader_version(env.unwrapped.verifier)`` give e.g. ``"math-1"``; a verifier that declares
+    no ``version`` gives :data:`UNVERSIONED`.
+    """
+    if isinstance(obj, str):
+        from .registry import make
+
+        env = make(obj)
+        try:
+            return grader_version(env)
+        finally:
+            env.close()
+    verifier = getattr(getattr(obj, "unwrapped", obj), "verifier", obj)
+    if not hasattr(verifier, "grade"):
+        raise TypeError(
+            f"grader_version() takes an env id, an environment or a verifier, not {type(obj).__name__}"
+        )
+    version = getattr(verifier, "version", None)
+    return version if isinstance(version, str) and version else UNVERSIONED
 
 
 def register_verifier(name: str, factory: Callable[..., Any]) -> None:

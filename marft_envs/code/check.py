@@ -21,6 +21,7 @@ from tasks import Task
 from ..verdict import Verdict
 from .extract import defines, extract_program
 from .harness import UnitResult, counted_tests, run_python_tests
+from .version import GRADER_VERSION
 
 __all__ = ["OUTCOMES", "TestReport", "build_program", "check", "default_sandbox", "outputs_match", "shared_sandbox"]
 
@@ -85,6 +86,7 @@ class TestReport:
             elapsed=self.elapsed,
             infra_error=self.outcome == "infra_error",
             details={k: v for k, v in self.to_dict(sources=False).items() if k != "elapsed"},
+            grader_version=GRADER_VERSION,
         )
 
 

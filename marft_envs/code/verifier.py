@@ -9,6 +9,7 @@ from typing import Any
 from tasks import Task
 
 from ..verdict import Verdict
+from .version import GRADER_VERSION
 
 __all__ = ["CodeVerifier"]
 
@@ -28,9 +29,11 @@ class CodeVerifier:
 
     ``grade`` never raises: sandbox failures (no daemon, missing image, no backend at all)
     give ``Verdict(infra_error=True)``. ``verdict.details["backend"]`` names the backend used.
+    ``version`` is the grading rules' version (:mod:`marft_envs.code.version`).
     """
 
     name = "code"
+    version = GRADER_VERSION
 
     def __init__(self, sandbox: Any = None, reward: str = "fraction", timeout: float = 10.0):
         if reward not in ("fraction", "all"):
@@ -75,6 +78,7 @@ class CodeVerifier:
             correct=False, answer=extract_program(response), reason=f"infrastructure error: {message}",
             score=0.0, elapsed=time.monotonic() - start, infra_error=True,
             details={"outcome": "infra_error", "backend": self.backend, "passed": 0, "total": 0},
+            grader_version=GRADER_VERSION,
         )
 
     def grade(self, response: str, task: Task) -> Verdict:

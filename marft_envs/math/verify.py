@@ -17,6 +17,7 @@ from ..verdict import Verdict
 from .equivalence import fast_compare, full_compare
 from .extract import extract_answer
 from .normalize import normalize
+from .version import GRADER_VERSION
 from .worker import WorkerError, WorkerTimeout, get_pool
 
 DEFAULT_TIMEOUT = 5.0
@@ -48,6 +49,7 @@ def _verdict(start: float, correct: bool, answer: str | None, reason: str, **kw:
         elapsed=time.perf_counter() - start,
         infra_error=kw.pop("infra_error", False),
         details=kw,
+        grader_version=GRADER_VERSION,
     )
 
 

@@ -1,0 +1,10 @@
+"""The code grader's version: recorded in every code verdict, result bundle and leaderboard grade.
+
+Bump ``GRADER_VERSION`` (``code-<n>`` -> ``code-<n+1>``) in the same commit as any change that can
+change a verdict's outcome or score for some program: program extraction, the test harness, the
+outcome rules (what counts as pass, timeout, memory), the reward formula, or the default time and
+memory limits. The sandbox backend is not part of it (every backend must grade alike; the verdict
+names the backend it used). See docs/leaderboard.md for what a bump does to stored grades.
+"""
+
+GRADER_VERSION = "code-1"
