@@ -1,7 +1,7 @@
-"""``marft-leaderboard``: serve, submit, check, show, token create/revoke/list, export csv/markdown.
+"""``marft-leaderboard``: serve, submit, check, show, regrade, token create/revoke/list, export.
 
-Token commands talk to the database directly (they are for whoever runs the server);
-``submit`` talks to a server; ``show`` and ``export`` read a server (``--server``) or a
+Token commands and ``regrade`` work on the database directly (they are for whoever runs the
+server); ``submit`` talks to a server; ``show`` and ``export`` read a server (``--server``) or a
 database (``--db``).
 """
 
@@ -21,7 +21,7 @@ DEFAULT_DB = "sqlite:///leaderboard.db"
 
 EXPORT_COLUMNS = (
     "rank", "env_id", "method", "model", "team_size", "verified_score", "ci_low", "ci_high",
-    "claimed_score", "n_tasks", "n_episodes", "created_at", "id",
+    "grader_version", "stale", "claimed_score", "n_tasks", "n_episodes", "created_at", "id",
 )
 
 
@@ -33,10 +33,10 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Leaderboard rows from ``--db`` if given, else from the server."""
     if args.db:
         from leaderboard.db import open_db
-        from leaderboard.models import submission_summary
+        from leaderboard.ranking import leaderboard_rows
 
         db = open_db(args.db)
-        return [submission_summary(s) for s in db.submissions(env=args.env, method=args.method)]
+        return leaderboard_rows(db.submissions(env=args.env, method=args.method))
     from leaderboard.client import LeaderboardClient
 
     with LeaderboardClient(args.server) as c:
@@ -44,7 +44,8 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _flat(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"rank": i, **{k: r[k] for k in EXPORT_COLUMNS if k != "rank"}} for i, r in enumerate(rows, 1)]
+    # rank is empty for stale rows (graded by an older grader version: never ranked)
+    return [{k: r[k] for k in EXPORT_COLUMNS} for r in rows]
 
 
 def _fmt(v: Any) -> str:
@@ -128,7 +129,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
             print(
                 f"{path}: accepted as submission {result['id']}: verified score "
                 f"{result['verified_score']:.3f} (95% CI {result['ci_low']:.3f}-{result['ci_high']:.3f}"
-                f"{claimed}) on {result['n_episodes']} episodes; {c.server}{result['url']}"
+                f"{claimed}) on {result['n_episodes']} episodes, grader {result['grader_version']}; "
+                f"{c.server}{result['url']}"
             )
     return status
 
@@ -152,7 +154,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             continue
         claimed = "" if bundle.claimed_score is None else f", claimed {bundle.claimed_score:.3f}"
         print(f"{path}: ok: verified score {grade.score:.3f} (95% CI {grade.ci_low:.3f}-{grade.ci_high:.3f}"
-              f"{claimed}) on {len(grade.episodes)} episodes of {bundle.env_id}")
+              f"{claimed}) on {len(grade.episodes)} episodes of {bundle.env_id}, "
+              f"grader {grade.grader_version}")
     return status
 
 
@@ -162,16 +165,48 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     rows = _rows(args)
     table = Table(title=f"leaderboard{': ' + args.env if args.env else ''}")
-    for col in ("#", "env", "method", "model", "team", "verified (95% CI)", "claimed", "episodes", "date"):
+    columns = ("#", "env", "method", "model", "team", "verified (95% CI)", "grader", "claimed",
+               "episodes", "date")
+    for col in columns:
         table.add_column(col)
-    for i, r in enumerate(rows, 1):
+    for r in rows:
+        grader = r["grader_version"]
+        if r["stale"]:
+            grader += f" (stale; current {r['current_grader_version'] or 'unknown'})"
         table.add_row(
-            str(i), r["env_id"], r["method"], r["model"], str(r["team_size"]),
-            f"{r['verified_score']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
-            _fmt(r["claimed_score"]) or "-", str(r["n_episodes"]), (r["created_at"] or "")[:10],
+            "-" if r["rank"] is None else str(r["rank"]), r["env_id"], r["method"], r["model"],
+            str(r["team_size"]), f"{r['verified_score']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
+            grader, _fmt(r["claimed_score"]) or "-", str(r["n_episodes"]),
+            (r["created_at"] or "")[:10],
         )
     Console(width=160).print(table)
     return 0
+
+
+def cmd_regrade(args: argparse.Namespace) -> int:
+    """Re-grade stored submissions graded by another grader version than the current one."""
+    from leaderboard.db import open_db
+    from leaderboard.regrade_stored import regrade_stale
+
+    db = open_db(args.db or _default_db())
+    overrides = {"sandbox": args.sandbox} if args.sandbox else None
+    total = len(db.submissions(env=args.env))
+    counts = {"regraded": 0, "infra_error": 0, "rejected": 0, "skipped": 0}
+    for o in regrade_stale(db, overrides, env=args.env):
+        counts[o.status] += 1
+        head = f"submission {o.submission_id} ({o.env_id})"
+        if o.status == "regraded":
+            print(f"{head}: re-graded {o.old_version} -> {o.new_version}: "
+                  f"{o.old_score:.3f} -> {o.new_score:.3f}")
+        elif o.status == "skipped":
+            print(f"{head}: skipped: {o.reason}")
+        else:
+            print(f"{head}: NOT re-graded ({o.status.replace('_', ' ')}), stored grade "
+                  f"{o.old_score:.3f} by {o.old_version} kept: {o.reason}", file=sys.stderr)
+    failed = counts["infra_error"] + counts["rejected"]
+    print(f"{counts['regraded']} re-graded, {failed} failed, {counts['skipped']} skipped, "
+          f"{total - sum(counts.values())} already current")
+    return 1 if failed else 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -225,6 +260,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--sandbox", help="code sandbox backend (docker, bwrap, subprocess; default: automatic)")
     p.set_defaults(fn=cmd_check)
+
+    p = sub.add_parser(
+        "regrade",
+        help="re-grade stored submissions graded by an older grader version (admin, on the database)",
+    )
+    p.add_argument("--db", help=f"SQLAlchemy URL (default ${DB_ENV} or {DEFAULT_DB})")
+    p.add_argument("--env", help="only this environment id")
+    p.add_argument("--sandbox", help="code sandbox backend (docker, bwrap, subprocess; default: automatic)")
+    p.set_defaults(fn=cmd_regrade)
 
     p = sub.add_parser("show", help="print the leaderboard as a terminal table")
     _add_source(p)

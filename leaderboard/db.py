@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alembic import command
 from alembic.config import Config
@@ -24,6 +24,9 @@ from sqlalchemy.orm import Session, selectinload, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from leaderboard.models import Base, EpisodeRow, Submission, Token, utcnow
+
+if TYPE_CHECKING:
+    from leaderboard.regrade import Grade
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 TOKEN_PREFIX = "mlb_"
@@ -79,9 +82,21 @@ def alembic_config(url: str) -> Config:
 def upgrade(engine: Engine) -> None:
     """Apply every pending migration (``alembic upgrade head``) on ``engine``."""
     cfg = alembic_config(engine.url.render_as_string(hide_password=False))
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+    with engine.connect() as conn:
+        sqlite = conn.dialect.name == "sqlite"
+        if sqlite:
+            # SQLite batch migrations copy a table and drop the old one, which its foreign keys
+            # forbid while rows point at it; the pragma only takes effect outside a transaction.
+            conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            conn.commit()
+        try:
+            with conn.begin():
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+        finally:
+            if sqlite:
+                conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+                conn.commit()
 
 
 @dataclass
@@ -149,6 +164,38 @@ class Database:
             if "bundle_sha256" in str(e.orig):  # SQLite and PostgreSQL both name the column/constraint
                 raise DuplicateSubmission("this exact bundle was already submitted") from None
             raise
+
+    def replace_grade(self, sub_id: int, expected_version: str, grade: Grade) -> bool:
+        """Store ``grade`` as submission ``sub_id``'s grade, in one transaction.
+
+        The submission's score, interval and grader version, and every episode's verdict, are
+        replaced together; the grade they replace is kept as ``previous_score`` /
+        ``previous_grader_version``. Nothing changes (and the answer is False) when the stored
+        grade is no longer by ``expected_version`` (someone re-graded it meanwhile) or the
+        submission is gone. A grade whose episodes do not match the stored ones raises
+        ValueError, and any error leaves the stored grade as it was.
+        """
+        with self._write_lock, self.sessions.begin() as s:
+            sub = s.scalar(
+                select(Submission)
+                .where(Submission.id == sub_id)
+                .options(selectinload(Submission.episodes))
+                .with_for_update()
+            )
+            if sub is None or sub.grader_version != expected_version:
+                return False
+            stored = [(e.index, e.task_id, e.seed) for e in sub.episodes]
+            graded = [(g.index, g.task_id, g.seed) for g in grade.episodes]
+            if stored != graded:
+                raise ValueError(
+                    f"the grade of submission {sub_id} covers other episodes than the stored ones"
+                )
+            sub.previous_score, sub.previous_grader_version = sub.verified_score, sub.grader_version
+            sub.verified_score, sub.ci_low, sub.ci_high = grade.score, grade.ci_low, grade.ci_high
+            sub.n_tasks, sub.grader_version = grade.n_tasks, grade.grader_version
+            for row, g in zip(sub.episodes, grade.episodes):
+                row.score, row.correct, row.answer, row.reason = g.score, g.correct, g.answer, g.reason
+            return True
 
     def submissions(
         self,

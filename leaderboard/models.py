@@ -13,6 +13,10 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+LEGACY_GRADER_VERSION = "legacy"
+"""The grader version of grades stored before versions were recorded (migration 0002)."""
+
+
 class Base(DeclarativeBase):
     pass
 
@@ -30,7 +34,12 @@ class Token(Base):
 
 
 class Submission(Base):
-    """One accepted, re-graded bundle: its metadata and the verified score."""
+    """One accepted, re-graded bundle: its metadata and the verified score.
+
+    ``grader_version`` names the grader that produced the stored score; ``previous_score`` and
+    ``previous_grader_version`` keep the grade it replaced when it was last re-graded (None
+    until then). ``bundle_grader_version`` is the bundle's own (that of ``claimed_score``).
+    """
 
     __tablename__ = "submissions"
 
@@ -58,6 +67,10 @@ class Submission(Base):
     ci_low: Mapped[float] = mapped_column(Float)
     ci_high: Mapped[float] = mapped_column(Float)
     claimed_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    grader_version: Mapped[str] = mapped_column(String(100), index=True)
+    previous_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    previous_grader_version: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    bundle_grader_version: Mapped[str | None] = mapped_column(String(100), nullable=True)
 
     episodes: Mapped[list[EpisodeRow]] = relationship(
         back_populates="submission", order_by="EpisodeRow.index", cascade="all, delete-orphan"
@@ -102,6 +115,9 @@ def submission_summary(sub: Submission) -> dict[str, Any]:
         "ci_low": sub.ci_low,
         "ci_high": sub.ci_high,
         "claimed_score": sub.claimed_score,
+        "grader_version": sub.grader_version,
+        "previous_score": sub.previous_score,
+        "previous_grader_version": sub.previous_grader_version,
         "n_tasks": sub.n_tasks,
         "n_episodes": sub.n_episodes,
         "dataset": {"name": sub.dataset_name, "split": sub.dataset_split, "hash": sub.dataset_hash},
@@ -132,6 +148,7 @@ def submission_detail(sub: Submission) -> dict[str, Any]:
     return {
         **submission_summary(sub),
         "schema_version": sub.schema_version,
+        "bundle_grader_version": sub.bundle_grader_version,
         "env_spec": sub.env_spec,
         "config": sub.config,
         "episodes": [episode_dict(e) for e in sub.episodes],

@@ -19,6 +19,8 @@ The rules (documented in ``docs/leaderboard.md``):
   (:class:`GradingUnavailable`), never scored as a failure.
 * The score is the mean verified score; its 95% interval is Wilson's on the per-task
   means with n = number of tasks (see :func:`wilson_interval`).
+* The grade names the grader version of the rebuilt environment's verifier
+  (``marft_envs.grader_version``), so a stored grade says which rules produced it.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ class EpisodeGrade:
 
 @dataclass(frozen=True)
 class Grade:
-    """The verified result of a bundle."""
+    """The verified result of a bundle, and the grader version that produced it."""
 
     env_family: str
     score: float
@@ -77,6 +79,7 @@ class Grade:
     ci_high: float
     n_tasks: int
     episodes: tuple[EpisodeGrade, ...]
+    grader_version: str
 
 
 def wilson_interval(p: float, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -272,6 +275,7 @@ def regrade(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None) -
     env = build_env(bundle, server_overrides)
     try:
         eval_ids = check_bundle(bundle, env)
+        version = marft_envs.grader_version(env)
         grades = grade_episodes(bundle, env)
     finally:
         close = getattr(env, "close", None)
@@ -279,4 +283,4 @@ def regrade(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None) -
             close()
     score, low, high = summarise(grades, len(eval_ids))
     family = marft_envs.spec(bundle.env_id).family
-    return Grade(family, score, low, high, len(eval_ids), tuple(grades))
+    return Grade(family, score, low, high, len(eval_ids), tuple(grades), version)

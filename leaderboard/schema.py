@@ -14,10 +14,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SCHEMA_VERSION = 1
-"""The bundle format version written by this package (bump on incompatible changes)."""
+SCHEMA_VERSION = 2
+"""The bundle format version written by this package (bump on incompatible changes).
 
-SUPPORTED_SCHEMA_VERSIONS = (1,)
+2 added ``grader_version``; version 1 bundles (without it) are still accepted."""
+
+SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 
 Method = Literal["marft", "marft-shared", "ippo", "other"]
 METHODS: tuple[str, ...] = ("marft", "marft-shared", "ippo", "other")
@@ -67,7 +69,12 @@ class DatasetRef(_Strict):
 
 
 class Bundle(_Strict):
-    """A complete, self-describing evaluation result."""
+    """A complete, self-describing evaluation result.
+
+    ``grader_version`` names the grader that produced ``claimed_score`` in the submitter's run
+    (``marft_envs.grader_version(env)``); the leaderboard shows it next to the claimed score and
+    re-grades with its own current grader anyway.
+    """
 
     schema_version: int = SCHEMA_VERSION
     env_id: str = Field(min_length=1)
@@ -80,6 +87,7 @@ class Bundle(_Strict):
     seeds: list[int] = Field(min_length=1)
     team_size: int = Field(ge=1)
     claimed_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    grader_version: str | None = Field(default=None, min_length=1, max_length=100)
     episodes: list[EpisodeRecord] = Field(min_length=1)
 
     @field_validator("schema_version")
@@ -148,6 +156,7 @@ class Bundle(_Strict):
             seeds=list(seeds) if seeds is not None else sorted({r.seed for r in records}),
             team_size=len(base.possible_agents),
             claimed_score=claimed_score,
+            grader_version=marft_envs.grader_version(base),
             episodes=records,
         )
 

@@ -20,29 +20,15 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from leaderboard.db import Database, DuplicateSubmission, open_db
-from leaderboard.models import (
-    EpisodeRow,
-    Submission,
-    submission_detail,
-    submission_summary,
-)
+from leaderboard.graders import grading_status
+from leaderboard.models import EpisodeRow, Submission, submission_detail
 from leaderboard.plots import score_by_team_size_png
+from leaderboard.ranking import leaderboard_rows
 from leaderboard.regrade import BundleRejected, Grade, GradingUnavailable, regrade
 from leaderboard.schema import METHODS, Bundle
 
 DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-
-SORT_KEYS = {
-    "score": lambda r: r["verified_score"],
-    "claimed": lambda r: -1.0 if r["claimed_score"] is None else r["claimed_score"],
-    "team_size": lambda r: r["team_size"],
-    "method": lambda r: r["method"],
-    "model": lambda r: r["model"].lower(),
-    "date": lambda r: r["created_at"] or "",
-    "env": lambda r: r["env_id"],
-}
-
 
 def bundle_sha256(bundle: Bundle) -> str:
     """sha256 of the canonical JSON of a bundle (identifies resubmissions of the same bundle)."""
@@ -74,6 +60,8 @@ def to_submission(bundle: Bundle, grade: Grade, token_id: int) -> Submission:
         ci_low=grade.ci_low,
         ci_high=grade.ci_high,
         claimed_score=bundle.claimed_score,
+        grader_version=grade.grader_version,
+        bundle_grader_version=bundle.grader_version,
     )
     sub.episodes = [
         EpisodeRow(
@@ -137,12 +125,6 @@ def _bearer(request: Request) -> str:
     return secret.strip()
 
 
-def sort_rows(rows: list[dict[str, Any]], sort: str, order: str) -> list[dict[str, Any]]:
-    """Rows sorted by a key of :data:`SORT_KEYS` (unknown keys: by score)."""
-    key = SORT_KEYS.get(sort, SORT_KEYS["score"])
-    return sorted(rows, key=key, reverse=order != "asc")
-
-
 def create_app(
     db: str | Database,
     *,
@@ -193,6 +175,7 @@ def create_app(
                 "ci_low": grade.ci_low,
                 "ci_high": grade.ci_high,
                 "claimed_score": bundle.claimed_score,
+                "grader_version": grade.grader_version,
                 "n_episodes": len(grade.episodes),
             },
         )
@@ -206,18 +189,19 @@ def create_app(
         sort: str = "score",
         order: str = "desc",
     ) -> list[dict[str, Any]]:
-        rows = [
-            submission_summary(s)
-            for s in database.submissions(env=env, family=family, method=method, team_size=team_size)
-        ]
-        return sort_rows(rows, sort, order)
+        subs = database.submissions(env=env, family=family, method=method, team_size=team_size)
+        return leaderboard_rows(subs, sort, order)
 
-    @app.get("/api/submissions/{sub_id}")
-    def get_submission(sub_id: int) -> dict[str, Any]:
+    def detail(sub_id: int) -> dict[str, Any]:
         sub = database.submission(sub_id)
         if sub is None:
             raise HTTPException(404, f"no submission with id {sub_id}")
-        return submission_detail(sub)
+        row = submission_detail(sub)
+        return {**row, **grading_status(row)}
+
+    @app.get("/api/submissions/{sub_id}")
+    def get_submission(sub_id: int) -> dict[str, Any]:
+        return detail(sub_id)
 
     # ----------------------------------------------------------------- HTML
 
@@ -232,16 +216,19 @@ def create_app(
     ) -> HTMLResponse:
         # HTML forms send "" for "all": treat anything that is not a number as no filter.
         size = int(team_size) if team_size and team_size.isdigit() else None
-        all_rows = [submission_summary(s) for s in database.submissions()]
+        all_rows = leaderboard_rows(database.submissions(), sort, order)
         shown = [
             r for r in all_rows
             if (not family or r["env_family"] == family)
             and (not method or r["method"] == method)
             and (size is None or r["team_size"] == size)
         ]
-        tables: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for r in sort_rows(shown, sort, order):
-            tables[r["env_family"]].append(r)
+        # Per family: the ranked rows (current grader), then the stale ones, in separate tables.
+        tables: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(
+            lambda: {"ranked": [], "stale": []}
+        )
+        for r in shown:
+            tables[r["env_family"]]["stale" if r["stale"] else "ranked"].append(r)
         return templates.TemplateResponse(
             request,
             "index.html",
@@ -258,16 +245,16 @@ def create_app(
 
     @app.get("/submissions/{sub_id}", response_class=HTMLResponse)
     def submission_page(request: Request, sub_id: int) -> HTMLResponse:
-        sub = database.submission(sub_id)
-        if sub is None:
-            raise HTTPException(404, f"no submission with id {sub_id}")
-        return templates.TemplateResponse(request, "submission.html", {"s": submission_detail(sub)})
+        return templates.TemplateResponse(request, "submission.html", {"s": detail(sub_id)})
 
     @app.get("/plots/{family}.png")
     def plot(family: str) -> Response:
-        rows = [submission_summary(s) for s in database.submissions(family=family)]
+        # Like the ranking, the plot shows only grades by the current grader versions.
+        rows = [r for r in leaderboard_rows(database.submissions(family=family)) if not r["stale"]]
         if not rows:
-            raise HTTPException(404, f"no submissions for environment family {family!r}")
+            raise HTTPException(
+                404, f"no submissions graded by the current grader for environment family {family!r}"
+            )
         return Response(score_by_team_size_png(rows, title=family), media_type="image/png")
 
     return app

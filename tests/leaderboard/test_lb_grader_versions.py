@@ -1,0 +1,235 @@
+"""Grader versions on the leaderboard: stored grades name their grader, a grader change makes
+them stale, ``regrade`` re-grades them one transaction each, and the ranking never mixes graders."""
+
+from __future__ import annotations
+
+import pytest
+from alembic import command
+from lb_helpers import play_bundle
+from sqlalchemy import event, insert, select, update
+
+import marft_envs
+from leaderboard.db import alembic_config, make_engine, open_db
+from leaderboard.graders import current_grader_version
+from leaderboard.models import LEGACY_GRADER_VERSION, EpisodeRow, Submission, Token, utcnow
+from leaderboard.ranking import leaderboard_rows
+from leaderboard.regrade import regrade
+from leaderboard.regrade_stored import regrade_stale, stored_bundle
+from leaderboard.server import to_submission
+from marft_envs.math import version as math_version
+from marft_envs.verdict import Verdict
+from marft_envs.verifiers import MathVerifier
+
+MATH = math_version.GRADER_VERSION
+
+
+@pytest.fixture
+def database(tmp_path):
+    return open_db(f"sqlite:///{tmp_path / 'lb.db'}")
+
+
+@pytest.fixture
+def token_id(database) -> int:
+    return database.check_token(database.create_token("lab"))[0]
+
+
+def _store(database, token_id: int, bundle) -> int:
+    return database.add_submission(to_submission(bundle, regrade(bundle), token_id))
+
+
+def _snapshot(database, sub_id: int) -> tuple:
+    """Everything a re-grade may change: the submission's grade and every episode's verdict."""
+    sub = database.submission(sub_id)
+    return (
+        sub.grader_version, sub.verified_score, sub.ci_low, sub.ci_high, sub.previous_score,
+        sub.previous_grader_version,
+        [(e.score, e.correct, e.answer, e.reason) for e in sub.episodes],
+    )
+
+
+def _as_if_graded_by(database, sub_id: int, version: str, score: float) -> None:
+    """Make a stored grade look like an older grader's (the state a grader upgrade leaves)."""
+    with database.sessions.begin() as s:
+        s.execute(update(Submission).where(Submission.id == sub_id)
+                  .values(grader_version=version, verified_score=score))
+        s.execute(update(EpisodeRow).where(EpisodeRow.submission_id == sub_id)
+                  .values(score=0.0, correct=False, reason="graded by the old grader"))
+
+
+def test_bundles_and_stored_grades_name_the_grader(database, token_id, honest_bundle) -> None:
+    assert honest_bundle.grader_version == MATH == marft_envs.grader_version("arith-2agent")
+    grade = regrade(honest_bundle)
+    assert grade.grader_version == MATH
+    sub = database.submission(_store(database, token_id, honest_bundle))
+    assert (sub.grader_version, sub.bundle_grader_version) == (MATH, MATH)
+    assert sub.previous_score is None and sub.previous_grader_version is None
+    [row] = leaderboard_rows(database.submissions())
+    assert row["grader_version"] == row["current_grader_version"] == MATH
+    assert row["stale"] is False and row["rank"] == 1
+
+
+def test_a_stored_submission_is_rebuilt_as_its_bundle(database, token_id, honest_bundle) -> None:
+    rebuilt = stored_bundle(database.submission(_store(database, token_id, honest_bundle)))
+    assert rebuilt.episodes == honest_bundle.episodes and rebuilt.seeds == honest_bundle.seeds
+    assert regrade(rebuilt) == regrade(honest_bundle)
+
+
+def test_ranking_never_mixes_graders(database, token_id) -> None:
+    low = _store(database, token_id, play_bundle(correct=lambda i: i < 2, model="low"))     # 0.4
+    high = _store(database, token_id, play_bundle(correct=lambda i: i < 4, model="high"))  # 0.8
+    _as_if_graded_by(database, high, "math-0", 0.9)
+    rows = leaderboard_rows(database.submissions())
+    assert [(r["id"], r["rank"], r["stale"], r["grader_version"]) for r in rows] == [
+        (low, 1, False, MATH), (high, None, True, "math-0"),
+    ]
+    assert rows[1]["current_grader_version"] == MATH
+
+
+def test_regrade_updates_stale_rows_and_is_idempotent(database, token_id) -> None:
+    keep = _store(database, token_id, play_bundle(correct=lambda i: i < 2, model="current"))
+    old = _store(database, token_id, play_bundle(correct=lambda i: i < 4, model="old"))
+    _as_if_graded_by(database, old, "math-0", 0.2)
+    untouched = _snapshot(database, keep)
+
+    [outcome] = list(regrade_stale(database))
+    assert (outcome.submission_id, outcome.status) == (old, "regraded")
+    assert (outcome.old_version, outcome.new_version) == ("math-0", MATH)
+    assert outcome.old_score == 0.2 and outcome.new_score == pytest.approx(0.8)
+    sub = database.submission(old)
+    assert (sub.grader_version, sub.verified_score) == (MATH, pytest.approx(0.8))
+    assert (sub.previous_grader_version, sub.previous_score) == ("math-0", 0.2)
+    assert [e.correct for e in sub.episodes] == [True, True, True, True, False]
+    assert _snapshot(database, keep) == untouched
+
+    counts = database.row_counts()
+    after_first = _snapshot(database, old)
+    assert list(regrade_stale(database)) == []  # a second run finds nothing to do
+    assert _snapshot(database, old) == after_first and database.row_counts() == counts
+    assert all(not r["stale"] for r in leaderboard_rows(database.submissions()))
+
+
+def test_a_failed_write_leaves_the_stored_grade_intact(database, token_id) -> None:
+    """The new grade is written in one transaction: a failure on the fourth episode's row
+    rolls back the submission's score and the first three episodes too."""
+    old = _store(database, token_id, play_bundle(correct=lambda i: i < 4, model="old"))
+    _as_if_graded_by(database, old, "math-0", 0.2)
+    before = _snapshot(database, old)
+
+    def fail_on_fourth(mapper, connection, row) -> None:
+        if row.index == 3:
+            raise RuntimeError("disk full")
+
+    event.listen(EpisodeRow, "before_update", fail_on_fourth)
+    try:
+        with pytest.raises(RuntimeError, match="disk full"):
+            list(regrade_stale(database))
+    finally:
+        event.remove(EpisodeRow, "before_update", fail_on_fourth)
+    assert _snapshot(database, old) == before
+
+    grade = regrade(stored_bundle(database.submission(old)))
+    shifted = grade.__class__(**{**grade.__dict__, "episodes": grade.episodes[1:] + grade.episodes[:1]})
+    with pytest.raises(ValueError, match="other episodes than the stored ones"):
+        database.replace_grade(old, "math-0", shifted)
+    assert _snapshot(database, old) == before
+    assert database.replace_grade(old, "math-7", grade) is False  # not the version it graded over
+    assert _snapshot(database, old) == before
+
+
+def test_a_rejected_stored_bundle_is_reported_and_kept(database, token_id) -> None:
+    old = _store(database, token_id, play_bundle(model="old"))
+    _as_if_graded_by(database, old, "math-0", 0.5)
+    with database.sessions.begin() as s:  # as if the registered dataset had changed since
+        s.execute(update(Submission).where(Submission.id == old).values(dataset_hash="f" * 64))
+    before = _snapshot(database, old)
+    [outcome] = list(regrade_stale(database))
+    assert outcome.status == "rejected" and "does not match the registered dataset" in outcome.reason
+    assert _snapshot(database, old) == before
+
+
+class SwitchableMath(MathVerifier):
+    """The math verifier with a version and an infrastructure that the test can change: what a
+    grader release and a broken worker pool do to a running leaderboard."""
+
+    version = "switchable-1"
+    down = False
+
+    def grade(self, response: str, task) -> Verdict:
+        if SwitchableMath.down:
+            return Verdict(correct=False, answer=None, reason="worker pool unavailable", infra_error=True)
+        return super().grade(response, task)
+
+
+@pytest.fixture
+def switchable_env():
+    marft_envs.register_verifier("lb-switchable-math", SwitchableMath)
+    registered = marft_envs.spec("arith-2agent")
+    marft_envs.register("lbswitch-2agent", registered.entry_point,
+                        kwargs={**registered.kwargs, "verifier": "lb-switchable-math"}, overwrite=True)
+    try:
+        yield "lbswitch-2agent"
+    finally:
+        del marft_envs.registry["lbswitch-2agent"]
+        SwitchableMath.version, SwitchableMath.down = "switchable-1", False
+
+
+def test_a_grader_bump_makes_rows_stale_and_infra_errors_keep_them(database, token_id, switchable_env) -> None:
+    sub_id = _store(database, token_id, play_bundle(switchable_env, correct=lambda i: i < 3))
+    assert database.submission(sub_id).grader_version == "switchable-1"
+    assert not leaderboard_rows(database.submissions())[0]["stale"]
+
+    SwitchableMath.version = "switchable-2"  # a new grader release
+    assert current_grader_version(switchable_env) == "switchable-2"
+    [row] = leaderboard_rows(database.submissions())
+    assert row["stale"] and row["rank"] is None and row["grader_version"] == "switchable-1"
+
+    SwitchableMath.down = True  # its infrastructure fails: reported, nothing stored
+    before = _snapshot(database, sub_id)
+    [outcome] = list(regrade_stale(database))
+    assert outcome.status == "infra_error" and "worker pool unavailable" in outcome.reason
+    assert _snapshot(database, sub_id) == before
+
+    SwitchableMath.down = False
+    [outcome] = list(regrade_stale(database))
+    assert outcome.status == "regraded" and outcome.new_version == "switchable-2"
+    sub = database.submission(sub_id)
+    assert (sub.grader_version, sub.previous_grader_version) == ("switchable-2", "switchable-1")
+    assert sub.verified_score == pytest.approx(0.6) == sub.previous_score
+    assert list(regrade_stale(database)) == []
+
+
+def test_rows_stored_before_versions_are_legacy_until_regraded(tmp_path, honest_bundle) -> None:
+    """Migration 0002 on a database written by revision 0001: its rows become ``legacy``."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    cfg = alembic_config(url)
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0001")
+    sub = to_submission(honest_bundle, regrade(honest_bundle), 1)
+    new_columns = {"id", "created_at", "grader_version", "previous_score",
+                   "previous_grader_version", "bundle_grader_version"}
+    with engine.begin() as conn:  # the rows a server of revision 0001 wrote
+        conn.execute(insert(Token.__table__).values(id=1, name="lab", token_hash="0" * 64,
+                                                    created_at=utcnow()))
+        values = {c.name: getattr(sub, c.name) for c in Submission.__table__.columns
+                  if c.name not in new_columns}
+        sub_id = conn.execute(insert(Submission.__table__).values(**values, created_at=utcnow())
+                              ).inserted_primary_key[0]
+        conn.execute(insert(EpisodeRow.__table__), [
+            {c.name: getattr(e, c.name) for c in EpisodeRow.__table__.columns
+             if c.name not in ("id", "submission_id")} | {"submission_id": sub_id}
+            for e in sub.episodes
+        ])
+    engine.dispose()
+
+    database = open_db(url)  # migrates to head
+    with database.sessions() as s:
+        assert s.scalar(select(Submission.grader_version)) == LEGACY_GRADER_VERSION
+    [row] = leaderboard_rows(database.submissions())
+    assert row["stale"] and row["grader_version"] == "legacy" and row["current_grader_version"] == MATH
+    [outcome] = list(regrade_stale(database))
+    assert (outcome.status, outcome.old_version, outcome.new_version) == ("regraded", "legacy", MATH)
+    stored = database.submission(sub_id)
+    assert stored.grader_version == MATH and stored.verified_score == pytest.approx(0.6)
+    assert stored.previous_grader_version == "legacy"
