@@ -5,7 +5,8 @@
     python -m baselines.eval runs/marft-1/ --env math500-3agent env.eval_episodes=500 --sample
 
 The bundle (``leaderboard.schema.Bundle``: env spec, dataset hash, package version, method,
-model, config, seeds and every episode's transcript and verdict score) is written to
+model, config, seeds, the grader version of the claimed score and every episode's transcript
+and verdict score) is written to
 ``--out`` or ``RUN_DIR/eval-<env>/bundle.json``; the leaderboard re-grades it.
 """
 
@@ -48,6 +49,7 @@ def evaluate_run(cfg: Config, run_dir: Path | None, out: Path | None, greedy: bo
             dataset_size=eval_set.size)
     finally:
         env.close()
+    metrics["grader_version"] = bundle.grader_version
     target = out or (run_dir or Path("runs")) / f"eval-{env_id}"
     path = write_bundle(bundle, target)
     return metrics, path
@@ -88,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"score={metrics['score']:.4f} correct={metrics['correct']:.4f} episodes={metrics['episodes']} "
-          f"checkpoint={metrics['checkpoint']}")
+          f"grader={metrics['grader_version']} checkpoint={metrics['checkpoint']}")
     print(f"bundle: {path}")
     return 0
 

@@ -129,8 +129,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
             print(
                 f"{path}: accepted as submission {result['id']}: verified score "
                 f"{result['verified_score']:.3f} (95% CI {result['ci_low']:.3f}-{result['ci_high']:.3f}"
-                f"{claimed}) on {result['n_episodes']} episodes, grader {result['grader_version']}; "
-                f"{c.server}{result['url']}"
+                f"{claimed}) on {result['n_episodes']} episodes, grader "
+                f"{result['grader_version']}; {c.server}{result['url']}"
             )
     return status
 
@@ -173,11 +173,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         grader = r["grader_version"]
         if r["stale"]:
             grader += f" (stale; current {r['current_grader_version'] or 'unknown'})"
+        score = f"{r['verified_score']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
         table.add_row(
             "-" if r["rank"] is None else str(r["rank"]), r["env_id"], r["method"], r["model"],
-            str(r["team_size"]), f"{r['verified_score']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
-            grader, _fmt(r["claimed_score"]) or "-", str(r["n_episodes"]),
-            (r["created_at"] or "")[:10],
+            str(r["team_size"]), score, grader, _fmt(r["claimed_score"]) or "-",
+            str(r["n_episodes"]), (r["created_at"] or "")[:10],
         )
     Console(width=160).print(table)
     return 0
@@ -263,11 +263,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "regrade",
-        help="re-grade stored submissions graded by an older grader version (admin, on the database)",
+        help="re-grade stored submissions graded by an older grader version (admin, on the db)",
     )
     p.add_argument("--db", help=f"SQLAlchemy URL (default ${DB_ENV} or {DEFAULT_DB})")
     p.add_argument("--env", help="only this environment id")
-    p.add_argument("--sandbox", help="code sandbox backend (docker, bwrap, subprocess; default: automatic)")
+    p.add_argument("--sandbox", help="code sandbox backend (docker, bwrap, subprocess; default auto)")
     p.set_defaults(fn=cmd_regrade)
 
     p = sub.add_parser("show", help="print the leaderboard as a terminal table")

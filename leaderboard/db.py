@@ -194,7 +194,8 @@ class Database:
             sub.verified_score, sub.ci_low, sub.ci_high = grade.score, grade.ci_low, grade.ci_high
             sub.n_tasks, sub.grader_version = grade.n_tasks, grade.grader_version
             for row, g in zip(sub.episodes, grade.episodes):
-                row.score, row.correct, row.answer, row.reason = g.score, g.correct, g.answer, g.reason
+                row.score, row.correct = g.score, g.correct
+                row.answer, row.reason = g.answer, g.reason
             return True
 
     def submissions(

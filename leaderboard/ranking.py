@@ -30,7 +30,9 @@ def sort_rows(rows: list[dict[str, Any]], sort: str, order: str) -> list[dict[st
     return sorted(rows, key=key, reverse=order != "asc")
 
 
-def rank_rows(rows: Iterable[dict[str, Any]], sort: str = "score", order: str = "desc") -> list[dict[str, Any]]:
+def rank_rows(
+    rows: Iterable[dict[str, Any]], sort: str = "score", order: str = "desc"
+) -> list[dict[str, Any]]:
     """Summary rows with ``current_grader_version``, ``stale`` and ``rank`` added: the current
     rows sorted and ranked, then the stale rows sorted the same way (``rank`` None)."""
     rows = [{**r, **grading_status(r)} for r in rows]

@@ -80,7 +80,9 @@ def stored_bundle(sub: Submission) -> Bundle:
 
 def stale_submissions(db: Database, env: str | None = None) -> list[Submission]:
     """Stored submissions (without episodes) not graded by their environment's current grader."""
-    return [s for s in db.submissions(env=env) if s.grader_version != current_grader_version(s.env_id)]
+    return [
+        s for s in db.submissions(env=env) if s.grader_version != current_grader_version(s.env_id)
+    ]
 
 
 def regrade_submission(

@@ -253,7 +253,7 @@ def create_app(
         rows = [r for r in leaderboard_rows(database.submissions(family=family)) if not r["stale"]]
         if not rows:
             raise HTTPException(
-                404, f"no submissions graded by the current grader for environment family {family!r}"
+                404, f"no submissions graded by the current grader in environment family {family!r}"
             )
         return Response(score_by_team_size_png(rows, title=family), media_type="image/png")
 

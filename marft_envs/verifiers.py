@@ -88,7 +88,8 @@ def grader_version(obj: Any) -> str:
     verifier = getattr(getattr(obj, "unwrapped", obj), "verifier", obj)
     if not hasattr(verifier, "grade"):
         raise TypeError(
-            f"grader_version() takes an env id, an environment or a verifier, not {type(obj).__name__}"
+            "grader_version() takes an env id, an environment or a verifier, "
+            f"not {type(obj).__name__}"
         )
     version = getattr(verifier, "version", None)
     return version if isinstance(version, str) and version else UNVERSIONED

@@ -23,11 +23,13 @@ def test_smoke_run_eval_bundle_passes_the_leaderboard_regrade(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
 
     bundle = read_bundle(target)
+    assert bundle.grader_version == marft_envs.grader_version("arith-2agent")
+    assert f"grader={bundle.grader_version}" in done.stdout
     first = marft_envs.make("arith-2agent").unwrapped.dataset.ids[:EVAL]
     assert bundle.dataset.size == EVAL and len(bundle.seeds) == 1
     assert sorted(e.task_id for e in bundle.episodes) == sorted(first)
     grade = regrade(bundle)  # raises BundleRejected if coverage or transcripts are wrong
-    assert grade.n_tasks == EVAL
+    assert grade.n_tasks == EVAL and grade.grader_version == bundle.grader_version
     assert abs(grade.score - bundle.claimed_score) < 1e-9
 
     # the leaderboard's own command line agrees

@@ -3,6 +3,8 @@ them stale, ``regrade`` re-grades them one transaction each, and the ranking nev
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from alembic import command
 from lb_helpers import play_bundle
@@ -15,6 +17,7 @@ from leaderboard.models import LEGACY_GRADER_VERSION, EpisodeRow, Submission, To
 from leaderboard.ranking import leaderboard_rows
 from leaderboard.regrade import regrade
 from leaderboard.regrade_stored import regrade_stale, stored_bundle
+from leaderboard.schema import Bundle
 from leaderboard.server import to_submission
 from marft_envs.math import version as math_version
 from marft_envs.verdict import Verdict
@@ -41,7 +44,11 @@ def _snapshot(database, sub_id: int) -> tuple:
     """Everything a re-grade may change: the submission's grade and every episode's verdict."""
     sub = database.submission(sub_id)
     return (
-        sub.grader_version, sub.verified_score, sub.ci_low, sub.ci_high, sub.previous_score,
+        sub.grader_version,
+        sub.verified_score,
+        sub.ci_low,
+        sub.ci_high,
+        sub.previous_score,
         sub.previous_grader_version,
         [(e.score, e.correct, e.answer, e.reason) for e in sub.episodes],
     )
@@ -50,10 +57,16 @@ def _snapshot(database, sub_id: int) -> tuple:
 def _as_if_graded_by(database, sub_id: int, version: str, score: float) -> None:
     """Make a stored grade look like an older grader's (the state a grader upgrade leaves)."""
     with database.sessions.begin() as s:
-        s.execute(update(Submission).where(Submission.id == sub_id)
-                  .values(grader_version=version, verified_score=score))
-        s.execute(update(EpisodeRow).where(EpisodeRow.submission_id == sub_id)
-                  .values(score=0.0, correct=False, reason="graded by the old grader"))
+        s.execute(
+            update(Submission)
+            .where(Submission.id == sub_id)
+            .values(grader_version=version, verified_score=score)
+        )
+        s.execute(
+            update(EpisodeRow)
+            .where(EpisodeRow.submission_id == sub_id)
+            .values(score=0.0, correct=False, reason="graded by the old grader")
+        )
 
 
 def test_bundles_and_stored_grades_name_the_grader(database, token_id, honest_bundle) -> None:
@@ -68,6 +81,15 @@ def test_bundles_and_stored_grades_name_the_grader(database, token_id, honest_bu
     assert row["stale"] is False and row["rank"] == 1
 
 
+def test_version_1_bundles_without_a_grader_version_are_still_accepted(honest_bundle) -> None:
+    v1 = honest_bundle.model_dump(mode="json")
+    v1["schema_version"] = 1
+    del v1["grader_version"]
+    bundle = Bundle.model_validate(v1)
+    assert bundle.grader_version is None
+    assert regrade(bundle).grader_version == MATH
+
+
 def test_a_stored_submission_is_rebuilt_as_its_bundle(database, token_id, honest_bundle) -> None:
     rebuilt = stored_bundle(database.submission(_store(database, token_id, honest_bundle)))
     assert rebuilt.episodes == honest_bundle.episodes and rebuilt.seeds == honest_bundle.seeds
@@ -75,12 +97,13 @@ def test_a_stored_submission_is_rebuilt_as_its_bundle(database, token_id, honest
 
 
 def test_ranking_never_mixes_graders(database, token_id) -> None:
-    low = _store(database, token_id, play_bundle(correct=lambda i: i < 2, model="low"))     # 0.4
+    low = _store(database, token_id, play_bundle(correct=lambda i: i < 2, model="low"))  # 0.4
     high = _store(database, token_id, play_bundle(correct=lambda i: i < 4, model="high"))  # 0.8
     _as_if_graded_by(database, high, "math-0", 0.9)
     rows = leaderboard_rows(database.submissions())
     assert [(r["id"], r["rank"], r["stale"], r["grader_version"]) for r in rows] == [
-        (low, 1, False, MATH), (high, None, True, "math-0"),
+        (low, 1, False, MATH),
+        (high, None, True, "math-0"),
     ]
     assert rows[1]["current_grader_version"] == MATH
 
@@ -128,7 +151,7 @@ def test_a_failed_write_leaves_the_stored_grade_intact(database, token_id) -> No
     assert _snapshot(database, old) == before
 
     grade = regrade(stored_bundle(database.submission(old)))
-    shifted = grade.__class__(**{**grade.__dict__, "episodes": grade.episodes[1:] + grade.episodes[:1]})
+    shifted = dataclasses.replace(grade, episodes=grade.episodes[1:] + grade.episodes[:1])
     with pytest.raises(ValueError, match="other episodes than the stored ones"):
         database.replace_grade(old, "math-0", shifted)
     assert _snapshot(database, old) == before
@@ -143,7 +166,9 @@ def test_a_rejected_stored_bundle_is_reported_and_kept(database, token_id) -> No
         s.execute(update(Submission).where(Submission.id == old).values(dataset_hash="f" * 64))
     before = _snapshot(database, old)
     [outcome] = list(regrade_stale(database))
-    assert outcome.status == "rejected" and "does not match the registered dataset" in outcome.reason
+    assert (
+        outcome.status == "rejected" and "does not match the registered dataset" in outcome.reason
+    )
     assert _snapshot(database, old) == before
 
 
@@ -156,7 +181,9 @@ class SwitchableMath(MathVerifier):
 
     def grade(self, response: str, task) -> Verdict:
         if SwitchableMath.down:
-            return Verdict(correct=False, answer=None, reason="worker pool unavailable", infra_error=True)
+            return Verdict(
+                correct=False, answer=None, reason="worker pool unavailable", infra_error=True
+            )
         return super().grade(response, task)
 
 
@@ -164,8 +191,12 @@ class SwitchableMath(MathVerifier):
 def switchable_env():
     marft_envs.register_verifier("lb-switchable-math", SwitchableMath)
     registered = marft_envs.spec("arith-2agent")
-    marft_envs.register("lbswitch-2agent", registered.entry_point,
-                        kwargs={**registered.kwargs, "verifier": "lb-switchable-math"}, overwrite=True)
+    marft_envs.register(
+        "lbswitch-2agent",
+        registered.entry_point,
+        kwargs={**registered.kwargs, "verifier": "lb-switchable-math"},
+        overwrite=True,
+    )
     try:
         yield "lbswitch-2agent"
     finally:
@@ -173,7 +204,9 @@ def switchable_env():
         SwitchableMath.version, SwitchableMath.down = "switchable-1", False
 
 
-def test_a_grader_bump_makes_rows_stale_and_infra_errors_keep_them(database, token_id, switchable_env) -> None:
+def test_a_grader_bump_makes_rows_stale_and_infra_errors_keep_them(
+    database, token_id, switchable_env
+) -> None:
     sub_id = _store(database, token_id, play_bundle(switchable_env, correct=lambda i: i < 3))
     assert database.submission(sub_id).grader_version == "switchable-1"
     assert not leaderboard_rows(database.submissions())[0]["stale"]
@@ -207,29 +240,55 @@ def test_rows_stored_before_versions_are_legacy_until_regraded(tmp_path, honest_
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "0001")
     sub = to_submission(honest_bundle, regrade(honest_bundle), 1)
-    new_columns = {"id", "created_at", "grader_version", "previous_score",
-                   "previous_grader_version", "bundle_grader_version"}
+    new_columns = {
+        "id",
+        "created_at",
+        "grader_version",
+        "previous_score",
+        "previous_grader_version",
+        "bundle_grader_version",
+    }
     with engine.begin() as conn:  # the rows a server of revision 0001 wrote
-        conn.execute(insert(Token.__table__).values(id=1, name="lab", token_hash="0" * 64,
-                                                    created_at=utcnow()))
-        values = {c.name: getattr(sub, c.name) for c in Submission.__table__.columns
-                  if c.name not in new_columns}
-        sub_id = conn.execute(insert(Submission.__table__).values(**values, created_at=utcnow())
-                              ).inserted_primary_key[0]
-        conn.execute(insert(EpisodeRow.__table__), [
-            {c.name: getattr(e, c.name) for c in EpisodeRow.__table__.columns
-             if c.name not in ("id", "submission_id")} | {"submission_id": sub_id}
-            for e in sub.episodes
-        ])
+        conn.execute(
+            insert(Token.__table__).values(
+                id=1, name="lab", token_hash="0" * 64, created_at=utcnow()
+            )
+        )
+        values = {
+            c.name: getattr(sub, c.name)
+            for c in Submission.__table__.columns
+            if c.name not in new_columns
+        }
+        sub_id = conn.execute(
+            insert(Submission.__table__).values(**values, created_at=utcnow())
+        ).inserted_primary_key[0]
+        conn.execute(
+            insert(EpisodeRow.__table__),
+            [
+                {
+                    c.name: getattr(e, c.name)
+                    for c in EpisodeRow.__table__.columns
+                    if c.name not in ("id", "submission_id")
+                }
+                | {"submission_id": sub_id}
+                for e in sub.episodes
+            ],
+        )
     engine.dispose()
 
     database = open_db(url)  # migrates to head
     with database.sessions() as s:
         assert s.scalar(select(Submission.grader_version)) == LEGACY_GRADER_VERSION
     [row] = leaderboard_rows(database.submissions())
-    assert row["stale"] and row["grader_version"] == "legacy" and row["current_grader_version"] == MATH
+    assert (
+        row["stale"] and row["grader_version"] == "legacy" and row["current_grader_version"] == MATH
+    )
     [outcome] = list(regrade_stale(database))
-    assert (outcome.status, outcome.old_version, outcome.new_version) == ("regraded", "legacy", MATH)
+    assert (outcome.status, outcome.old_version, outcome.new_version) == (
+        "regraded",
+        "legacy",
+        MATH,
+    )
     stored = database.submission(sub_id)
     assert stored.grader_version == MATH and stored.verified_score == pytest.approx(0.6)
     assert stored.previous_grader_version == "legacy"

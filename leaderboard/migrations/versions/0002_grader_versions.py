@@ -27,13 +27,17 @@ def upgrade() -> None:
         # The server default fills existing rows; it is dropped below so that new rows must
         # name their grader (the models declare no default).
         batch_op.add_column(
-            sa.Column("grader_version", sa.String(length=100), nullable=False, server_default=LEGACY)
+            sa.Column(
+                "grader_version", sa.String(length=100), nullable=False, server_default=LEGACY
+            )
         )
         batch_op.add_column(sa.Column("previous_score", sa.Float(), nullable=True))
         batch_op.add_column(
             sa.Column("previous_grader_version", sa.String(length=100), nullable=True)
         )
-        batch_op.add_column(sa.Column("bundle_grader_version", sa.String(length=100), nullable=True))
+        batch_op.add_column(
+            sa.Column("bundle_grader_version", sa.String(length=100), nullable=True)
+        )
         batch_op.create_index(
             batch_op.f("ix_submissions_grader_version"), ["grader_version"], unique=False
         )
