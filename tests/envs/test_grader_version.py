@@ -29,10 +29,12 @@ def test_math_verdicts_carry_the_version_on_every_path() -> None:
         assert v.to_dict()["grader_version"] == math_version.GRADER_VERSION
 
 
-def test_code_infrastructure_verdicts_carry_the_version() -> None:
+def test_code_verdicts_carry_the_version() -> None:
     env = marft_envs.make("code-2agent")
     task = env.unwrapped.dataset[0]
     env.close()
+    ran = CodeVerifier(sandbox="subprocess").grade("```python\nprint(1)\n```", task)
+    assert not ran.infra_error and ran.grader_version == code_version.GRADER_VERSION
     broken = CodeVerifier(sandbox="no-such-backend")  # cannot be built: an infrastructure error
     v = broken.grade("```python\nprint(1)\n```", task)
     assert v.infra_error and v.grader_version == code_version.GRADER_VERSION
