@@ -30,6 +30,7 @@ from leaderboard.schema import METHODS, Bundle
 DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
+
 def bundle_sha256(bundle: Bundle) -> str:
     """sha256 of the canonical JSON of a bundle (identifies resubmissions of the same bundle)."""
     payload = json.dumps(bundle.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
