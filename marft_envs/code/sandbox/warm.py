@@ -63,8 +63,11 @@ def _startup_state():
     return handlers, streams
 
 
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
 def _harden():
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = LIBC
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     for sig in signal.valid_signals():
@@ -178,6 +181,9 @@ def _spawn(request, fds, control, handlers, streams):
     try:  # the child: nothing of the parent's is reachable once the program starts
         control.close()
         os.setsid()
+        # Dumpable again, as a fresh interpreter is (its own /proc/self/mem works); this
+        # child's memory holds nothing but the pristine parent's and its own job's.
+        LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         for res, value in request["rlimits"]:
             resource.setrlimit(res, (value, value))
         for target, fd in enumerate(fds):
