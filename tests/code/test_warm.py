@@ -175,3 +175,28 @@ def test_tracebacks_look_like_a_fresh_interpreter(warm):
     assert r.status is ExecStatus.ERROR and r.exit_code == 1
     frames = re.findall(r'File "([^"]+)"', r.stderr)
     assert frames == ["/work/main.py", "/work/main.py"], r.stderr
+
+
+def test_instances_outlive_the_thread_that_started_them(sandbox_factory):
+    """bwrap --die-with-parent kills a sandbox when the thread that started it ends: warm
+    instances are started from the pool's own thread, so a caller's short-lived thread
+    (a ThreadPoolExecutor's) can start one and end."""
+    import threading
+
+    sandbox_factory("bwrap")
+    with get_sandbox("bwrap", **TEST_LIMITS) as sb:
+        t = threading.Thread(target=lambda: sb.run("print(1)"))
+        t.start()
+        t.join()
+        assert sb.run("print(2)").stdout == "2\n"
+        stats = sb.warm_stats
+        assert stats["warm_runs"] == 2 and stats["fallbacks"] == 0 and stats["started"] == 1, stats
+
+
+def test_the_runner_is_precompiled_but_other_programs_are_not(warm):
+    """A program that only resembles the runner is compiled as itself."""
+    from marft_envs.code.harness import runner_source
+
+    almost = runner_source().replace("def main():", "def main():\n    print('mine')\n    return", 1)
+    r = warm.run(almost)
+    assert r.stdout == "mine\n", r

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +40,7 @@ from .outcome import classify, signal_exit_code
 from .process import run_bounded
 from .rlimits import MB, RESOURCES, prlimit_args, rlimits
 from .subprocess_backend import program_env
-from .warm_host import WARM_SOURCE, exchange, warm_rlimits
+from .warm_host import WARM_SOURCE, exchange, warm_config, warm_rlimits
 from .workdir import collect, populate
 
 #: Seconds the host waits for a warm parent's report beyond the program's own limit.
@@ -278,6 +279,7 @@ class _WarmInstance:
         # NPROC counts every process of the sandbox uid in the user namespace: the program's,
         # plus bwrap's init and the warm parent.
         self.rlimits = warm_rlimits(rlimits(self.limits), RESOURCES, nproc_extra=2)
+        self.failure = ""
 
     def run(self, job: Job) -> tuple[ExecResult | None, bool]:
         """(result, reusable). A None result: the warm parent did not answer."""
@@ -287,6 +289,7 @@ class _WarmInstance:
         reply = exchange(self.sock, header, job.stdin, deadline_s=job.timeout + _WARM_GRACE,
                          output_bytes=self.limits.output_bytes)
         if reply.report is None and not reply.output_exceeded:
+            self.failure = self._why_failed()
             return None, False
         extra = collect(self.run_dir.work, job.files, self.limits.extra_files_bytes)
         report = reply.report or {}
@@ -304,6 +307,15 @@ class _WarmInstance:
         result = ExecResult(status, code, decode(reply.stdout), decode(reply.stderr), reply.elapsed,
                             extra, "bwrap")
         return result, reusable
+
+    def _why_failed(self) -> str:
+        """A short account of a warm parent that did not answer (exit status, stderr tail)."""
+        code = self.proc.poll()
+        tail = b""
+        if self.proc.stderr is not None:
+            tail = _read_available(self.proc.stderr.fileno(), 2000)
+        state = f"exited with {code}" if code is not None else "alive but silent"
+        return f"warm parent {state} after {self.runs} runs: {decode(tail).strip()[-300:]}"
 
     def close(self) -> None:
         try:
@@ -331,6 +343,10 @@ class _WarmPool:
         self._cond = threading.Condition()
         self._stats = {"warm_runs": 0, "fallbacks": 0, "started": 0, "discarded": 0}
         self.last_error: str | None = None
+        # Instances are started from one long-lived thread: bwrap --die-with-parent kills the
+        # sandbox when the *thread* that started it ends (PR_SET_PDEATHSIG), and callers'
+        # threads (a ThreadPoolExecutor's) come and go.
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="marft-bwrap-warm")
 
     def stats(self) -> dict[str, Any]:
         with self._cond:
@@ -346,8 +362,8 @@ class _WarmPool:
                 return self._idle.pop()
             self._count += 1
         try:
-            instance = self._factory()
-        except (OSError, subprocess.SubprocessError, ValueError) as exc:
+            instance = self._spawner.submit(self._factory).result()
+        except (OSError, subprocess.SubprocessError, ValueError, RuntimeError) as exc:
             with self._cond:
                 self._count -= 1
                 self.last_error = f"{type(exc).__name__}: {exc}"
@@ -383,6 +399,8 @@ class _WarmPool:
             self._release(instance, keep)
         with self._cond:
             self._stats["warm_runs" if result is not None else "fallbacks"] += 1
+            if result is None:
+                self.last_error = instance.failure
         return result
 
     def close(self) -> None:
@@ -392,6 +410,7 @@ class _WarmPool:
             self._cond.notify_all()
         for instance in idle:
             instance.close()
+        self._spawner.shutdown(wait=False)
 
 
 class BwrapSandbox(Sandbox):
@@ -492,8 +511,7 @@ class BwrapSandbox(Sandbox):
             "-c",
             WARM_SOURCE,
             str(control_fd),
-            "/dev/shm",
-            "/dev/mqueue",
+            warm_config(("/dev/shm", "/dev/mqueue")),
         ]
 
     def _run(self, job: Job) -> ExecResult:

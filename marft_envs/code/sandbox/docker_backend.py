@@ -36,7 +36,7 @@ from .image import IMAGE
 from .outcome import classify
 from .rlimits import _RESOURCE, MB, rlimits
 from .subprocess_backend import program_env
-from .warm_host import WARM_SOURCE
+from .warm_host import WARM_SOURCE, warm_config
 
 _SUPERVISOR = (Path(__file__).with_name("supervisor.py")).read_text()
 LABEL = "marft.sandbox"
@@ -132,7 +132,7 @@ class DockerSandbox(Sandbox):
         try:
             c = self.client.containers.create(
                 self.image,
-                command=[self._python, "-S", "-c", _SUPERVISOR, WARM_SOURCE],
+                command=[self._python, "-S", "-c", _SUPERVISOR, WARM_SOURCE, warm_config()],
                 stdin_open=True,
                 # When the owner closes the attach socket or dies, the supervisor sees EOF on
                 # stdin, exits, and docker removes the container: no leaks after a crash.

@@ -239,7 +239,8 @@ class WarmParent:
                 null = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):  # children get their own 0/1/2 with each job
                     os.dup2(null, fd)
-                os.execve(python, [python, "-B", "-c", sys.argv[1], str(theirs.fileno())], env)
+                argv = [python, "-B", "-c", sys.argv[1], str(theirs.fileno()), *sys.argv[2:3]]
+                os.execve(python, argv, env)
             except BaseException:  # noqa: BLE001 -- the child must never return into the supervisor
                 pass
             os._exit(127)

@@ -1,8 +1,10 @@
 """The warm parent: a Python interpreter inside a sandbox that forks a fresh child per execution.
 
 Started once per sandbox instance (a long-lived bwrap sandbox, or a docker container, where the
-trusted supervisor starts it), as ``python -B -c <this source> <control fd> <wipe dirs>`` with
-the sandbox uid (65534), it pre-imports common standard-library modules, makes itself
+trusted supervisor starts it), as ``python -B -c <this source> <control fd> <config JSON>`` with
+the sandbox uid (65534), it pre-imports common standard-library modules, compiles the trusted
+programs of the config (the harness's runner, sent as ``main.py`` of every Python-test run; a
+child whose ``main.py`` is byte-for-byte one of them skips compiling it), makes itself
 non-dumpable (so a child can neither ptrace it nor read its memory or file descriptors through
 /proc), ignores every catchable signal, becomes a child subreaper and says ``ready`` on the
 control socket. Then, for each request, a JSON header (argv, timeout, rlimits) with three file
@@ -128,7 +130,7 @@ def _finish():
     return code
 
 
-def _run_program(argv, handlers, streams):
+def _run_program(argv, handlers, streams, compiled):
     """Run /work/main.py in this (child) process as ``python -B main.py *argv`` would."""
     import builtins
     import types
@@ -153,7 +155,8 @@ def _run_program(argv, handlers, streams):
     try:
         with open(path, "rb") as fh:
             source = fh.read()
-        exec(compile(source, path, "exec"), main.__dict__)
+        code = compiled.get(source) or compile(source, path, "exec")
+        exec(code, main.__dict__)
     except SystemExit as exc:
         status = _exit_code(exc)
     except BaseException as exc:  # the program's uncaught exception: traceback, status 1
@@ -174,7 +177,7 @@ def _run_program(argv, handlers, streams):
     os._exit(status if flushed is None else flushed)
 
 
-def _spawn(request, fds, control, handlers, streams):
+def _spawn(request, fds, control, handlers, streams, compiled):
     pid = os.fork()
     if pid:
         return pid
@@ -190,7 +193,7 @@ def _spawn(request, fds, control, handlers, streams):
             os.dup2(fd, target)
         os.closerange(3, 1 << 16)
         os.chdir(WORK)
-        _run_program(request["argv"], handlers, streams)
+        _run_program(request["argv"], handlers, streams, compiled)
     except BaseException:
         pass
     os._exit(127)
@@ -249,9 +252,9 @@ def _no_sysv_ipc():
     return True
 
 
-def _serve_one(request, fds, control, handlers, streams, wipe_dirs):
+def _serve_one(request, fds, control, handlers, streams, wipe_dirs, compiled):
     start = time.monotonic()
-    pid = _spawn(request, fds, control, handlers, streams)
+    pid = _spawn(request, fds, control, handlers, streams, compiled)
     for fd in fds:
         os.close(fd)
     pidfd = os.pidfd_open(pid)
@@ -273,7 +276,13 @@ def _serve_one(request, fds, control, handlers, streams, wipe_dirs):
 
 def main():
     control = socket.socket(fileno=int(sys.argv[1]))
-    wipe_dirs = [d for d in sys.argv[2:] if d]
+    config = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    wipe_dirs = list(config.get("wipe", []))
+    path = os.path.join(WORK, "main.py")
+    compiled = {}
+    for text in config.get("trusted", []):
+        source = text.encode("utf-8", "surrogatepass")
+        compiled[source] = compile(source, path, "exec")
     handlers, streams = _startup_state()
     for name in PRELOAD:
         try:
@@ -300,7 +309,7 @@ def main():
                 os.close(fd)
             control.send(b'{"error": "expected 3 file descriptors"}')
             continue
-        report = _serve_one(request, list(fds), control, handlers, streams, wipe_dirs)
+        report = _serve_one(request, list(fds), control, handlers, streams, wipe_dirs, compiled)
         control.send(json.dumps(report).encode())
 
 

@@ -18,13 +18,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WARM_SOURCE", "WarmReply", "exchange", "warm_rlimits"]
+__all__ = ["WARM_SOURCE", "WarmReply", "exchange", "preload_program", "warm_config", "warm_rlimits"]
 
 #: Source of the warm parent, run inside the sandbox as ``python -B -c WARM_SOURCE ...``.
 WARM_SOURCE = Path(__file__).with_name("warm.py").read_text(encoding="utf-8")
+_TRUSTED: list[str] = []
 #: After the report, wait this long for the pipes to close (they normally already are).
 _DRAIN = 0.5
 _CHUNK = 1 << 16
+
+
+def preload_program(source: str) -> None:
+    """Have warm parents started from now on compile the trusted program ``source`` once, so
+    that runs whose program is exactly ``source`` (the harness's runner) skip compiling it."""
+    if source not in _TRUSTED:
+        _TRUSTED.append(source)
+
+
+def warm_config(wipe: tuple[str, ...] = ()) -> str:
+    """The warm parent's configuration argument (JSON): dirs to wipe, trusted programs."""
+    return json.dumps({"wipe": list(wipe), "trusted": list(_TRUSTED)})
 
 
 @dataclass(frozen=True)
