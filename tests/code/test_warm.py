@@ -197,6 +197,6 @@ def test_the_runner_is_precompiled_but_other_programs_are_not(warm):
     """A program that only resembles the runner is compiled as itself."""
     from marft_envs.code.harness import runner_source
 
-    almost = runner_source().replace("def main():", "def main():\n    print('mine')\n    return", 1)
+    almost = runner_source().replace("def main():", "def main():\n    print('mine', flush=True)\n    return", 1)
     r = warm.run(almost)
     assert r.stdout == "mine\n", r
