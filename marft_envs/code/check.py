@@ -25,7 +25,7 @@ from .harness import UnitResult, counted_tests, run_python_tests
 
 __all__ = [
     "DEFAULT_TIMEOUT", "OUTCOMES", "TestReport", "build_program", "check", "default_sandbox", "outputs_match",
-    "shared_sandbox", "per_test_timeout",
+    "per_test_timeout", "shared_sandbox",
 ]
 
 Outcome = Literal["pass", "fail", "timeout", "memory", "runtime_error", "infra_error"]
@@ -171,24 +171,15 @@ def precheck(program: str, task: Task) -> str | None:
     return None
 
 
-def _run_io(sandbox: Any, program: str, stdins: list[str], timeout: float) -> list[Any]:
-    """One result per stdin: through the sandbox's ``run_batch`` (one round trip, a fresh
-    process per input) when it has one, else one ``run`` each."""
-    batch = getattr(sandbox, "run_batch", None)
-    if batch is not None:
-        return list(batch(program, stdins, timeout=timeout))
-    return [sandbox.run(program, stdin=s, timeout=timeout) for s in stdins]
-
-
 def _io_units(program: str, task: Task, tests: tuple[Any, ...], sandbox: Any, timeout: float,
               stop_early: bool) -> tuple[list[UnitResult], float, str]:
     units: list[UnitResult] = []
     elapsed, backend = 0.0, getattr(sandbox, "name", "")
     rule = str(task.metadata.get("output_rule") or "tokens")
-    # reward="all" stops at the first failure: run the tests one at a time then.
-    results = iter(()) if stop_early else iter(_run_io(sandbox, program, [t.stdin for t in tests], timeout))
     for i, t in enumerate(tests):
-        res = next(results, None) or sandbox.run(program, stdin=t.stdin, timeout=timeout)
+        # one execution per test: a fresh process (a fresh fork on the warm path), so no test
+        # can see what the program did on another
+        res = sandbox.run(program, stdin=t.stdin, timeout=timeout)
         elapsed += res.elapsed
         backend = getattr(res, "backend", "") or backend
         status = res.status.value

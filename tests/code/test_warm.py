@@ -121,8 +121,13 @@ def test_a_child_cannot_reach_its_warm_parent(warm):
     )
     r = warm.run(probe)
     assert r.status is ExecStatus.OK, r
-    assert r.stdout.split() == ["mem:denied", "environ:denied", "fd:denied", "maps:denied",
-                                "ptrace:denied"], r.stdout
+    assert r.stdout.split() == [
+        "mem:denied",
+        "environ:denied",
+        "fd:denied",
+        "maps:denied",
+        "ptrace:denied",
+    ], r.stdout
 
 
 def test_catchable_signals_do_not_harm_the_warm_parent(warm):
@@ -135,12 +140,21 @@ def test_catchable_signals_do_not_harm_the_warm_parent(warm):
     assert warm.run(prog).stdout == "sent\n"
     assert warm.run("print('still warm')").stdout == "still warm\n"
     after = _stats(warm)
-    assert after["fallbacks"] == before["fallbacks"] and after["warm_runs"] - before["warm_runs"] == 2
+    assert (
+        after["fallbacks"] == before["fallbacks"] and after["warm_runs"] - before["warm_runs"] == 2
+    )
 
 
-SQUARES = Task(id="sq", kind="code", prompt="f(x) = x*x", entry_point="f",
-               tests=("assert f(2) == 4", "assert f(-3) == 9", "assert f(7) == 49"))
-ECHO2 = Task(id="io", kind="code", prompt="print 2n", io_tests=(IOTest("3\n", "6\n"), IOTest("5\n", "10\n")))
+SQUARES = Task(
+    id="sq",
+    kind="code",
+    prompt="f(x) = x*x",
+    entry_point="f",
+    tests=("assert f(2) == 4", "assert f(-3) == 9", "assert f(7) == 49"),
+)
+ECHO2 = Task(
+    id="io", kind="code", prompt="print 2n", io_tests=(IOTest("3\n", "6\n"), IOTest("5\n", "10\n"))
+)
 
 
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGSTOP"])
@@ -148,11 +162,17 @@ def test_killing_or_stopping_the_parent_gives_no_false_verdict(warm, how):
     """The run is redone cold: its verdict is the cold path's, and the parent is replaced."""
     attack = f"import os, signal\ntry:\n    os.kill(os.getppid(), signal.{how})\nexcept OSError:\n    pass\n"
     before = _stats(warm)
-    wrong = check(attack + "def f(x):\n    return 0\n", SQUARES, sandbox=warm, extract=False, timeout=1)
+    wrong = check(
+        attack + "def f(x):\n    return 0\n", SQUARES, sandbox=warm, extract=False, timeout=1
+    )
     assert wrong.outcome != "pass" and wrong.passed == 0, wrong.reason
-    right = check(attack + "print(int(input()) * 2)\n", ECHO2, sandbox=warm, extract=False, timeout=1)
+    right = check(
+        attack + "print(int(input()) * 2)\n", ECHO2, sandbox=warm, extract=False, timeout=1
+    )
     with get_sandbox(warm.name, warm=False, **TEST_LIMITS) as cold:
-        reference = check(attack + "print(int(input()) * 2)\n", ECHO2, sandbox=cold, extract=False, timeout=1)
+        reference = check(
+            attack + "print(int(input()) * 2)\n", ECHO2, sandbox=cold, extract=False, timeout=1
+        )
     assert (right.outcome, right.passed) == (reference.outcome, reference.passed)
     after = _stats(warm)
     assert after["fallbacks"] > before["fallbacks"]
@@ -197,6 +217,8 @@ def test_the_runner_is_precompiled_but_other_programs_are_not(warm):
     """A program that only resembles the runner is compiled as itself."""
     from marft_envs.code.harness import runner_source
 
-    almost = runner_source().replace("def main():", "def main():\n    print('mine', flush=True)\n    return", 1)
+    almost = runner_source().replace(
+        "def main():", "def main():\n    print('mine', flush=True)\n    return", 1
+    )
     r = warm.run(almost)
     assert r.stdout == "mine\n", r

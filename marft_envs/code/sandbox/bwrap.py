@@ -256,9 +256,15 @@ class _WarmInstance:
             cmd = sandbox.warm_command(self.run_dir, theirs.fileno())
             cmd, popen = _as_sandbox_uid(cmd) if _is_root() else (cmd, {})
             self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, pass_fds=(theirs.fileno(),),
-                start_new_session=True, close_fds=True, **popen,
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+                close_fds=True,
+                **popen,
             )
         except BaseException:
             self.sock.close()
@@ -286,8 +292,13 @@ class _WarmInstance:
         self.runs += 1
         populate(self.run_dir.work, job, SANDBOX_UID if _is_root() else None)
         header = {"argv": list(job.argv), "timeout": job.timeout, "rlimits": self.rlimits}
-        reply = exchange(self.sock, header, job.stdin, deadline_s=job.timeout + _WARM_GRACE,
-                         output_bytes=self.limits.output_bytes)
+        reply = exchange(
+            self.sock,
+            header,
+            job.stdin,
+            deadline_s=job.timeout + _WARM_GRACE,
+            output_bytes=self.limits.output_bytes,
+        )
         if reply.report is None and not reply.output_exceeded:
             self.failure = self._why_failed()
             return None, False
@@ -295,8 +306,9 @@ class _WarmInstance:
         report = reply.report or {}
         timed_out = bool(report.get("timed_out"))
         code = None if timed_out or reply.output_exceeded else report.get("exit")
-        status = classify(code, timed_out=timed_out, output_exceeded=reply.output_exceeded,
-                          stderr=reply.stderr)
+        status = classify(
+            code, timed_out=timed_out, output_exceeded=reply.output_exceeded, stderr=reply.stderr
+        )
         reusable = bool(report.get("clean")) and not reply.output_exceeded
         if reusable:
             try:
@@ -304,8 +316,9 @@ class _WarmInstance:
                 _empty(self.run_dir.tmp)
             except OSError:
                 reusable = False
-        result = ExecResult(status, code, decode(reply.stdout), decode(reply.stderr), reply.elapsed,
-                            extra, "bwrap")
+        result = ExecResult(
+            status, code, decode(reply.stdout), decode(reply.stderr), reply.elapsed, extra, "bwrap"
+        )
         return result, reusable
 
     def _why_failed(self) -> str:
@@ -418,8 +431,16 @@ class BwrapSandbox(Sandbox):
 
     name = "bwrap"
 
-    def __init__(self, limits=None, *, python: str | None = None, warm: bool = True,
-                 pool_size: int | None = None, max_runs: int = 1000, **overrides) -> None:
+    def __init__(
+        self,
+        limits=None,
+        *,
+        python: str | None = None,
+        warm: bool = True,
+        pool_size: int | None = None,
+        max_runs: int = 1000,
+        **overrides,
+    ) -> None:
         super().__init__(limits, **overrides)
         self._python = python
         self._layout: PythonLayout | None = None

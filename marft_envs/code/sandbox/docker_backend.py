@@ -269,7 +269,9 @@ class DockerSandbox(Sandbox):
                     return None
         return None
 
-    def _exec(self, container: _Container, job: Job, warm: bool = False) -> tuple[ExecResult | None, bool]:
+    def _exec(
+        self, container: _Container, job: Job, warm: bool = False
+    ) -> tuple[ExecResult | None, bool]:
         """Send one job to a container's supervisor and read its output and report. A None
         result: the job went to the warm parent, which did not answer (run it again cold)."""
         lim = self.limits

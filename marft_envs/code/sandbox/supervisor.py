@@ -209,7 +209,9 @@ def kill_leftovers(timeout=2.0, spare=()):
             except ProcessLookupError:
                 return True
         else:
-            others = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, *spare)]
+            others = [
+                int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, *spare)
+            ]
             if not others:
                 return True
             for pid in others:
@@ -241,7 +243,7 @@ class WarmParent:
                     os.dup2(null, fd)
                 argv = [python, "-B", "-c", sys.argv[1], str(theirs.fileno()), *sys.argv[2:3]]
                 os.execve(python, argv, env)
-            except BaseException:  # noqa: BLE001 -- the child must never return into the supervisor
+            except BaseException:  # noqa: BLE001, S110 -- the child must never return into the supervisor
                 pass
             os._exit(127)
         theirs.close()
@@ -253,16 +255,26 @@ class WarmParent:
 
     def run(self, header, stdin_fd):
         """The warm parent's report of one job, or None if it did not answer in time."""
-        request = {"argv": header["argv"], "timeout": header["timeout"], "rlimits": header["rlimits"]}
+        request = {
+            "argv": header["argv"],
+            "timeout": header["timeout"],
+            "rlimits": header["rlimits"],
+        }
         fds = array.array("i", [stdin_fd, 1, 2])
         try:
-            self.sock.sendmsg([json.dumps(request).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+            self.sock.sendmsg(
+                [json.dumps(request).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+            )
             ready, _, _ = select.select([self.sock], [], [], header["timeout"] + 2.0)
             data = self.sock.recv(65536) if ready else b""
             report = json.loads(data) if data else None
         except (OSError, ValueError):
             return None
-        ok = isinstance(report, dict) and isinstance(report.get("exit"), int) and isinstance(report.get("timed_out"), bool)
+        ok = (
+            isinstance(report, dict)
+            and isinstance(report.get("exit"), int)
+            and isinstance(report.get("timed_out"), bool)
+        )
         return report if ok else None
 
     def kill(self):
@@ -296,8 +308,13 @@ def run_job_warm(header, blob, stdin_data, inputs, report):
         _warm[0] = None
         report["warm_failed"] = True
         return ()
-    report.update(started=True, timed_out=answer["timed_out"], exit=answer["exit"],
-                  elapsed=answer.get("elapsed"), warm_clean=bool(answer.get("clean")))
+    report.update(
+        started=True,
+        timed_out=answer["timed_out"],
+        exit=answer["exit"],
+        elapsed=answer.get("elapsed"),
+        warm_clean=bool(answer.get("clean")),
+    )
     return (warm.pid,)
 
 

@@ -45,10 +45,36 @@ WORK = "/work"
 SYSVIPC = ("/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg")
 #: Imported once here so that children do not pay for them (each child gets its own copy).
 PRELOAD = (
-    "io", "re", "math", "cmath", "typing", "collections", "collections.abc", "itertools",
-    "functools", "heapq", "bisect", "string", "json", "operator", "copy", "random", "decimal",
-    "fractions", "statistics", "datetime", "hashlib", "array", "dataclasses", "enum", "traceback",
-    "threading", "atexit", "types", "textwrap", "numbers",
+    "io",
+    "re",
+    "math",
+    "cmath",
+    "typing",
+    "collections",
+    "collections.abc",
+    "itertools",
+    "functools",
+    "heapq",
+    "bisect",
+    "string",
+    "json",
+    "operator",
+    "copy",
+    "random",
+    "decimal",
+    "fractions",
+    "statistics",
+    "datetime",
+    "hashlib",
+    "array",
+    "dataclasses",
+    "enum",
+    "traceback",
+    "threading",
+    "atexit",
+    "types",
+    "textwrap",
+    "numbers",
 )
 MAX_FDS = 3
 
@@ -61,7 +87,9 @@ def _startup_state():
             handlers[sig] = signal.getsignal(sig)
         except (OSError, ValueError):
             pass
-    streams = [(s.encoding, s.errors, s.line_buffering) for s in (sys.stdin, sys.stdout, sys.stderr)]
+    streams = [
+        (s.encoding, s.errors, s.line_buffering) for s in (sys.stdin, sys.stdout, sys.stderr)
+    ]
     return handlers, streams
 
 
@@ -91,8 +119,11 @@ def _fresh_streams(streams):
             made.append(io.TextIOWrapper(io.BufferedReader(raw), encoding, errors))
         else:
             raw = io.FileIO(fd, "wb", closefd=False)
-            made.append(io.TextIOWrapper(io.BufferedWriter(raw), encoding, errors,
-                                         line_buffering=line_buffering))
+            made.append(
+                io.TextIOWrapper(
+                    io.BufferedWriter(raw), encoding, errors, line_buffering=line_buffering
+                )
+            )
     sys.stdin, sys.stdout, sys.stderr = made
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = made
 
@@ -106,7 +137,7 @@ def _exit_code(exc):
         return code & 0xFF
     try:
         print(code, file=sys.stderr)
-    except BaseException:
+    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
         pass
     return 1
 
@@ -118,14 +149,14 @@ def _finish():
 
     try:
         threading._shutdown()  # what Py_FinalizeEx does first
-    except BaseException:
+    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
         pass
     atexit._run_exitfuncs()
     code = None
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except BaseException:
+        except BaseException:  # noqa: BLE001 -- untrusted code's exception, handled as CPython would
             code = 120  # CPython's status when flushing stdout fails at exit
     return code
 
@@ -156,10 +187,10 @@ def _run_program(argv, handlers, streams, compiled):
         with open(path, "rb") as fh:
             source = fh.read()
         code = compiled.get(source) or compile(source, path, "exec")
-        exec(code, main.__dict__)
+        exec(code, main.__dict__)  # noqa: S102 -- running the program is this process's job
     except SystemExit as exc:
         status = _exit_code(exc)
-    except BaseException as exc:  # the program's uncaught exception: traceback, status 1
+    except BaseException as exc:  # the program's uncaught exception: traceback, status 1  # noqa: BLE001 -- untrusted code's exception, handled as CPython would
         tb = exc.__traceback__
         exc.__traceback__ = tb.tb_next if tb is not None else None  # hide this frame
         sys.excepthook(type(exc), exc, exc.__traceback__)
@@ -172,7 +203,7 @@ def _run_program(argv, handlers, streams, compiled):
         flushed = _finish()
     except SystemExit as exc:
         flushed = _exit_code(exc)
-    except BaseException:
+    except BaseException:  # noqa: BLE001 -- untrusted code's exception, handled as CPython would
         flushed = 1
     os._exit(status if flushed is None else flushed)
 
@@ -194,7 +225,7 @@ def _spawn(request, fds, control, handlers, streams, compiled):
         os.closerange(3, 1 << 16)
         os.chdir(WORK)
         _run_program(request["argv"], handlers, streams, compiled)
-    except BaseException:
+    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
         pass
     os._exit(127)
 
@@ -269,9 +300,13 @@ def _serve_one(request, fds, control, handlers, streams, wipe_dirs, compiled):
     _, status = os.waitpid(pid, 0)
     elapsed = time.monotonic() - start
     gone = _kill_leftovers()
-    clean = gone and all([_wipe(d) for d in wipe_dirs]) and _no_sysv_ipc()
-    return {"exit": os.waitstatus_to_exitcode(status), "timed_out": timed_out, "clean": clean,
-            "elapsed": elapsed}
+    clean = gone and all([_wipe(d) for d in wipe_dirs]) and _no_sysv_ipc()  # noqa: C419 (wipe all)
+    return {
+        "exit": os.waitstatus_to_exitcode(status),
+        "timed_out": timed_out,
+        "clean": clean,
+        "elapsed": elapsed,
+    }
 
 
 def main():

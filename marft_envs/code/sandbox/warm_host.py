@@ -52,8 +52,13 @@ class WarmReply:
     elapsed: float
 
 
-def warm_rlimits(table: dict[str, int], resource_ids: dict[str, int], *, nproc_extra: int,
-                 skip: tuple[str, ...] = ()) -> list[list[int]]:
+def warm_rlimits(
+    table: dict[str, int],
+    resource_ids: dict[str, int],
+    *,
+    nproc_extra: int,
+    skip: tuple[str, ...] = (),
+) -> list[list[int]]:
     """``[[RLIMIT_*, value], ...]`` for a child: ``nproc`` grows by the processes of the uid
     that are not the program's (the warm parent, bwrap's init)."""
     out = []
@@ -72,7 +77,7 @@ def _send(sock: socket.socket, header: dict[str, Any], stdin: bytes) -> tuple[in
     try:
         view = memoryview(stdin)
         while view:
-            view = view[os.write(stdin_fd, view):]
+            view = view[os.write(stdin_fd, view) :]
         os.lseek(stdin_fd, 0, os.SEEK_SET)
         fds = array.array("i", [stdin_fd, out_w, err_w])
         sock.sendmsg([json.dumps(header).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
@@ -86,8 +91,14 @@ def _send(sock: socket.socket, header: dict[str, Any], stdin: bytes) -> tuple[in
     return out_r, err_r
 
 
-def exchange(sock: socket.socket, header: dict[str, Any], stdin: bytes, *, deadline_s: float,
-             output_bytes: int) -> WarmReply:
+def exchange(
+    sock: socket.socket,
+    header: dict[str, Any],
+    stdin: bytes,
+    *,
+    deadline_s: float,
+    output_bytes: int,
+) -> WarmReply:
     """Run one execution on the warm parent behind ``sock`` (see the module docstring).
 
     Stops reading at ``deadline_s`` seconds without a report (the parent enforces the
@@ -151,6 +162,10 @@ def _recv(sock: socket.socket) -> dict[str, Any] | None:
         report = json.loads(data) if data else None
     except (OSError, ValueError):
         return None
-    valid = (isinstance(report, dict) and isinstance(report.get("exit"), int)
-             and isinstance(report.get("timed_out"), bool) and isinstance(report.get("clean"), bool))
+    valid = (
+        isinstance(report, dict)
+        and isinstance(report.get("exit"), int)
+        and isinstance(report.get("timed_out"), bool)
+        and isinstance(report.get("clean"), bool)
+    )
     return report if valid else None
