@@ -295,3 +295,14 @@ def test_registered_ids(family, n, data_dir, sb):
     env = marft_envs.make(f"{family}-{n}agent", data_dir=data_dir, sandbox=sb, **kwargs)
     assert len(env.possible_agents) == n
     assert env.dataset.kind == "code" and len(env.dataset) >= 1
+
+
+@pytest.mark.parametrize("family", ["lcb", "apps", "codecontests"])
+def test_conformance_on_upstream_layout_records(family, data_dir):
+    """The conformance suite (tests/envs/test_conformance.py skips these ids when their data
+    is not on the machine) on the records above."""
+    from marft_envs.testing import check_env
+
+    kwargs = {"dataset_kwargs": {"release": "release_v2"}} if family == "lcb" else {}
+    report = check_env(f"{family}-2agent", data_dir=str(data_dir), sandbox="subprocess", **kwargs)
+    assert "pettingzoo.api_test" in report.passed and len(report.passed) == 10
