@@ -292,6 +292,10 @@ class DockerSandbox(Sandbox):
         output_exceeded = outcome == "overflow" or len(stdout) > lim.output_bytes
         if report is None:
             # The supervisor never reported: outer timeout, an output bomb, or a dead container.
+            if outcome == "deadline" and warm:
+                # The supervisor enforces the limit and waits for a silent warm parent only
+                # until limit + 2 s: a missed deadline is the sandbox's trouble, not a verdict.
+                return None, False
             if outcome == "deadline":
                 return _result(ExecStatus.TIMEOUT, None, stdout, err, elapsed, {}, lim), False
             if output_exceeded:
