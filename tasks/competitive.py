@@ -16,7 +16,7 @@ first); public tests, the ones feedback may show, are the record's public ones o
   ``introductory``, ``interview`` or ``competition`` problems. Records with ``fn_name`` in
   ``input_output`` are call-based (expected value, or its first element, as upstream).
 * CodeContests (``deepmind/code_contests``): ``<data>/code_contests/{split}.jsonl`` or the Hub
-  parquet shards ``<data>/code_contests/{split}-*.parquet`` (splits train, valid, test).
+  parquet shards ``<data>/code_contests/[data/]{split}-*.parquet`` (splits train, valid, test).
   Hidden tests: public + private + generated tests (``max_tests`` caps the count); the
   record's ``time_limit`` becomes the per-test limit.
 
@@ -198,7 +198,8 @@ def _stdio_task(
     metadata: Mapping[str, Any],
 ) -> Task:
     """hidden = public first, then the rest, so that the first ``public_io_tests`` are public."""
-    rest = [t for t in hidden if t not in set(public)]
+    shown = set(public)
+    rest = [t for t in hidden if t not in shown]
     return Task(
         id=task_id,
         kind="code",
@@ -601,9 +602,11 @@ def load_codecontests(
     if max_tests is not None and (not isinstance(max_tests, int) or max_tests < 1):
         raise ValueError(f"max_tests must be None or an integer >= 1, got {max_tests!r}")
     folder = data_dir / "code_contests" if data_dir is not None else None
-    shards = (
-        sorted(folder.glob(f"{split}-*.parquet")) if folder is not None and folder.is_dir() else []
-    )
+    shards: list[Path] = []
+    if folder is not None and folder.is_dir():  # the Hub repo keeps its shards under data/
+        shards = sorted(folder.glob(f"{split}-*.parquet")) or sorted(
+            folder.glob(f"data/{split}-*.parquet")
+        )
     if shards:
         recs = [r for p in shards for r in read_parquet(p)]
         where, uri = str(folder), f"{folder}:{split}"

@@ -130,8 +130,10 @@ CC_RECORD = {
     "solutions": {
         "language": [3, 2],
         "solution": [
-            ("n = int(input())\na = list(map(int, input().split()))\ne = sum(x % 2 == 0 for x in a)\no = n - e\n"
-            "print(e * (e - 1) // 2 + o * (o - 1) // 2)\n"),
+            (
+                "n = int(input())\na = list(map(int, input().split()))\ne = sum(x % 2 == 0 for x in a)\no = n - e\n"
+                "print(e * (e - 1) // 2 + o * (o - 1) // 2)\n"
+            ),
             "#include <cstdio>\nint main(){return 0;}\n",
         ],
     },
@@ -306,3 +308,17 @@ def test_conformance_on_upstream_layout_records(family, data_dir):
     kwargs = {"dataset_kwargs": {"release": "release_v2"}} if family == "lcb" else {}
     report = check_env(f"{family}-2agent", data_dir=str(data_dir), sandbox="subprocess", **kwargs)
     assert "pettingzoo.api_test" in report.passed and len(report.passed) == 10
+
+
+def test_codecontests_from_hub_parquet_shards(tmp_path, sb):
+    """The Hub repo's own layout: data/{split}-NNNNN-of-NNNNN.parquet with nested structs."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    shard = tmp_path / "code_contests" / "data" / "test-00000-of-00001.parquet"
+    shard.parent.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist([CC_RECORD]), shard)
+    tasks.clear_cache()
+    task = tasks.load("codecontests", data_dir=tmp_path).by_id("codecontests/1548_A")
+    assert len(task.io_tests) == 5 and task.metadata["time_limit"] == 2.5
+    assert check(python3_solutions(CC_RECORD)[0], task, sandbox=sb, extract=False).outcome == "pass"
