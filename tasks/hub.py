@@ -27,6 +27,8 @@ class HubSource:
     repo: str
     split: str
     config: str | None = None
+    #: extra ``datasets.load_dataset`` keywords (LiveCodeBench's ``version_tag``)
+    options: tuple[tuple[str, Any], ...] = ()
 
     def describe(self) -> str:
         config = f", config {self.config}" if self.config else ""
@@ -74,7 +76,7 @@ def load_hub_records(source: HubSource) -> list[dict[str, Any]]:
     import datasets
 
     try:
-        ds = datasets.load_dataset(source.repo, source.config, split=source.split)
+        ds = datasets.load_dataset(source.repo, source.config, split=source.split, **dict(source.options))
     except Exception as e:  # any failure of the optional path becomes one typed error
         raise HubUnavailable(f"loading {source.describe()} failed: {type(e).__name__}: {e}") from e
     return [dict(row) for row in ds]

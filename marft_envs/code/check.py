@@ -19,17 +19,23 @@ from typing import Any, Literal
 from tasks import Task
 
 from ..verdict import Verdict
+from .compare import outputs_match
 from .extract import defines, extract_program
 from .harness import UnitResult, counted_tests, run_python_tests
 from .version import GRADER_VERSION
 
-__all__ = ["OUTCOMES", "TestReport", "build_program", "check", "default_sandbox", "outputs_match", "shared_sandbox"]
+__all__ = [
+    "DEFAULT_TIMEOUT", "OUTCOMES", "TestReport", "build_program", "check", "default_sandbox", "outputs_match",
+    "per_test_timeout", "shared_sandbox",
+]
 
 Outcome = Literal["pass", "fail", "timeout", "memory", "runtime_error", "infra_error"]
 #: Every outcome a check can have.
 OUTCOMES: tuple[str, ...] = ("pass", "fail", "timeout", "memory", "runtime_error", "infra_error")
 REWARDS = ("fraction", "all")
 WHICH = ("hidden", "public")
+#: Seconds per test when neither the caller nor the task gives a limit.
+DEFAULT_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -124,13 +130,24 @@ def build_program(code: str, task: Task) -> str:
     prefix. A ``code`` that defines the entry point itself is appended after the prefix (the
     prefix still supplies imports and helpers); otherwise ``code`` is taken as the body that
     continues the stub, HumanEval's raw completion format.
+
+    ``metadata["prelude"]`` (LiveCodeBench's star imports) goes before everything. Unlike the
+    prefix it is untrusted-side only: it is never executed on the host.
     """
+    prelude = str(task.metadata.get("prelude") or "")
     prefix = str(task.metadata.get("code_prefix") or "")
-    if not prefix:
-        return code
-    if defines(code, task.entry_point):
-        return prefix.rstrip() + "\n\n" + code
-    return prefix + code
+    if prefix:
+        code = prefix.rstrip() + "\n\n" + code if defines(code, task.entry_point) else prefix + code
+    return prelude + code if prelude else code
+
+
+def per_test_timeout(task: Task, timeout: float | None = None) -> float:
+    """Seconds one test of ``task`` may run: ``timeout`` if given, else the task's own
+    ``metadata["time_limit"]`` (CodeContests records carry one), else `DEFAULT_TIMEOUT`."""
+    if timeout is not None:
+        return float(timeout)
+    limit = task.metadata.get("time_limit")
+    return float(limit) if isinstance(limit, (int, float)) and limit > 0 else DEFAULT_TIMEOUT
 
 
 def precheck(program: str, task: Task) -> str | None:
@@ -156,23 +173,21 @@ def precheck(program: str, task: Task) -> str | None:
     return None
 
 
-def outputs_match(actual: str, expected: str) -> bool:
-    """stdout comparison: equal token sequences (whitespace of any kind and amount is ignored)."""
-    return actual.split() == expected.split()
-
-
 def _io_units(program: str, task: Task, tests: tuple[Any, ...], sandbox: Any, timeout: float,
               stop_early: bool) -> tuple[list[UnitResult], float, str]:
     units: list[UnitResult] = []
     elapsed, backend = 0.0, getattr(sandbox, "name", "")
+    rule = str(task.metadata.get("output_rule") or "tokens")
     for i, t in enumerate(tests):
+        # one execution per test: a fresh process (a fresh fork on the warm path), so no test
+        # can see what the program did on another
         res = sandbox.run(program, stdin=t.stdin, timeout=timeout)
         elapsed += res.elapsed
         backend = getattr(res, "backend", "") or backend
         status = res.status.value
         source = f"stdin: {t.stdin[:200]!r}"
         if status == "ok":
-            ok = outputs_match(res.stdout, t.expected_stdout)
+            ok = outputs_match(res.stdout, t.expected_stdout, rule)
             outcome, msg = ("pass", "") if ok else ("fail", f"wrong output: {res.stdout[:200]!r}")
         elif status == "infra_error":
             outcome, msg = "infra_error", res.stderr[-300:]
@@ -196,7 +211,7 @@ def check(
     sandbox: Any = None,
     reward: str = "fraction",
     tests: str = "hidden",
-    timeout: float = 10.0,
+    timeout: float | None = None,
     extract: bool = True,
 ) -> TestReport:
     """Run ``completion`` (an LLM response, or a program with ``extract=False``) against ``task``.
@@ -205,8 +220,11 @@ def check(
     automatically selected one. ``reward``: ``"fraction"`` of tests passed or ``"all"``
     (all-or-nothing; stdin/stdout tests then stop at the first failure). ``tests``:
     ``"hidden"`` (the reward tests) or ``"public"`` (the ones that may be shown as feedback).
-    ``timeout``: wall-clock seconds per sandbox run. Never raises for anything the program
-    does; raises ValueError for invalid arguments or a task that is not a code task.
+    ``timeout``: wall-clock seconds per test (see `per_test_timeout`; None: the task's own
+    limit, else 10 s); the Python tests of one check share one sandbox run, whose limit is
+    that per-test limit times the number of call-based tests (at least one). Never raises for
+    anything the program does; raises ValueError for invalid arguments or a task that is not a
+    code task.
     """
     if reward not in REWARDS:
         raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
@@ -216,6 +234,7 @@ def check(
         raise ValueError(f"task {task.id!r} is a {task.kind} task, not a code task")
     if sandbox is None or isinstance(sandbox, str):
         sandbox = shared_sandbox(sandbox)
+    timeout = per_test_timeout(task, timeout)
     code = extract_program(completion) if extract else str(completion)
     program = build_program(code, task)
     start = time.monotonic()
@@ -230,10 +249,12 @@ def check(
         total = len(chosen)
     else:
         py_tests = task.tests if tests == "hidden" else task.public_tests
+        # Call-based records (one call per test, all in one run): the limit is per test.
+        run_timeout = timeout * max(1, len(py_tests)) if task.metadata.get("call_based") else timeout
         result = run_python_tests(
             program, tuple(py_tests), sandbox=sandbox, entry_point=task.entry_point,
             setup_code=task.setup_code, code_prefix=str(task.metadata.get("code_prefix") or ""),
-            timeout=timeout,
+            timeout=run_timeout,
         )
         units, elapsed, backend = result.units, result.elapsed, result.backend or getattr(sandbox, "name", "")
         total = len(units)

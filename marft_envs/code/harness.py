@@ -46,6 +46,7 @@ from typing import Any
 
 from . import runner
 from .runner import WireError, decode, encode
+from .sandbox.warm_host import preload_program
 
 __all__ = ["MAX_ROUNDS", "HarnessResult", "TestOutcome", "UnitResult", "run_python_tests", "runner_source"]
 
@@ -65,6 +66,10 @@ def runner_source() -> str:
     if _RUNNER_SOURCE is None:
         _RUNNER_SOURCE = Path(runner.__file__).read_text(encoding="utf-8")
     return _RUNNER_SOURCE
+
+
+# Warm sandboxes compile the runner once instead of in every run (it is trusted and fixed).
+preload_program(runner_source())
 
 
 # ----------------------------------------------------------------------------- placeholders

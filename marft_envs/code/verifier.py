@@ -25,7 +25,8 @@ class CodeVerifier:
             automatic sandboxes are shared by the whole process and created on the first
             grade, so building an environment needs no Docker daemon.
         reward: ``"fraction"`` of tests passed, or ``"all"`` (all-or-nothing).
-        timeout: wall-clock seconds per sandbox run.
+        timeout: wall-clock seconds per test; None (default): the task's own time limit
+            (``metadata["time_limit"]``, CodeContests), else 10 s.
 
     ``grade`` never raises: sandbox failures (no daemon, missing image, no backend at all)
     give ``Verdict(infra_error=True)``. ``verdict.details["backend"]`` names the backend used.
@@ -35,15 +36,16 @@ class CodeVerifier:
     name = "code"
     version = GRADER_VERSION
 
-    def __init__(self, sandbox: Any = None, reward: str = "fraction", timeout: float = 10.0):
+    def __init__(self, sandbox: Any = None, reward: str = "fraction", timeout: float | None = None):
         if reward not in ("fraction", "all"):
             raise ValueError(f"reward must be 'fraction' or 'all', got {reward!r}")
-        if not (isinstance(timeout, (int, float)) and timeout > 0):
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not timeout > 0):
+            raise ValueError(f"timeout must be None or a positive number of seconds, got {timeout!r}")
         if sandbox is not None and not isinstance(sandbox, str) and not hasattr(sandbox, "run"):
             raise TypeError(f"sandbox must be None, a backend name or a Sandbox, got {type(sandbox).__name__}")
         self.reward = reward
-        self.timeout = float(timeout)
+        self.timeout = None if timeout is None else float(timeout)
         self._spec = sandbox
         self._sandbox: Any = sandbox if sandbox is not None and not isinstance(sandbox, str) else None
         self._lock = threading.Lock()

@@ -23,19 +23,28 @@ import functools
 import json
 import os
 import shutil
+import signal
+import socket
 import stat
 import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from .base import PROGRAM_FILE, WORK_DIR, ExecResult, Job, Sandbox, decode, infra_error
 from .outcome import classify, signal_exit_code
 from .process import run_bounded
-from .rlimits import MB, prlimit_args
+from .rlimits import MB, RESOURCES, prlimit_args, rlimits
 from .subprocess_backend import program_env
+from .warm_host import WARM_SOURCE, exchange, warm_config, warm_rlimits
 from .workdir import collect, populate
+
+#: Seconds the host waits for a warm parent's report beyond the program's own limit.
+_WARM_GRACE = 3.0
 
 #: Host uid/gid the sandbox runs as when we are root (the conventional "nobody").
 SANDBOX_UID = 65534
@@ -225,23 +234,231 @@ class _RunDir:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
+def _empty(path: str) -> None:
+    """Remove everything inside ``path`` (never following symlinks)."""
+    for name in os.listdir(path):
+        full = os.path.join(path, name)
+        if os.path.isdir(full) and not os.path.islink(full):
+            shutil.rmtree(full)
+        else:
+            os.unlink(full)
+
+
+class _WarmInstance:
+    """One long-lived bwrap sandbox whose program is the warm parent (`warm.py`)."""
+
+    def __init__(self, sandbox: BwrapSandbox) -> None:
+        self.limits = sandbox.limits
+        self.runs = 0
+        self.run_dir = _RunDir(self.limits.disk_mb)
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            cmd = sandbox.warm_command(self.run_dir, theirs.fileno())
+            cmd, popen = _as_sandbox_uid(cmd) if _is_root() else (cmd, {})
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                pass_fds=(theirs.fileno(),),
+                start_new_session=True,
+                close_fds=True,
+                **popen,
+            )
+        except BaseException:
+            self.sock.close()
+            self.run_dir.cleanup()
+            raise
+        finally:
+            theirs.close()
+        self.sock.settimeout(30)
+        try:
+            ready = self.sock.recv(4096)
+        except OSError:
+            ready = b""
+        self.sock.settimeout(None)
+        if b"ready" not in ready:
+            self.close()
+            err = self.proc.stderr.read(4000) if self.proc.stderr else b""
+            raise OSError(f"the warm parent did not start: {decode(err).strip()[-500:]}")
+        # NPROC counts every process of the sandbox uid in the user namespace: the program's,
+        # plus bwrap's init and the warm parent.
+        self.rlimits = warm_rlimits(rlimits(self.limits), RESOURCES, nproc_extra=2)
+        self.failure = ""
+
+    def run(self, job: Job) -> tuple[ExecResult | None, bool]:
+        """(result, reusable). A None result: the warm parent did not answer."""
+        self.runs += 1
+        populate(self.run_dir.work, job, SANDBOX_UID if _is_root() else None)
+        header = {"argv": list(job.argv), "timeout": job.timeout, "rlimits": self.rlimits}
+        reply = exchange(
+            self.sock,
+            header,
+            job.stdin,
+            deadline_s=job.timeout + _WARM_GRACE,
+            output_bytes=self.limits.output_bytes,
+        )
+        if reply.report is None and not reply.output_exceeded:
+            self.failure = self._why_failed()
+            return None, False
+        extra = collect(self.run_dir.work, job.files, self.limits.extra_files_bytes)
+        report = reply.report or {}
+        timed_out = bool(report.get("timed_out"))
+        code = None if timed_out or reply.output_exceeded else report.get("exit")
+        status = classify(
+            code, timed_out=timed_out, output_exceeded=reply.output_exceeded, stderr=reply.stderr
+        )
+        reusable = bool(report.get("clean")) and not reply.output_exceeded
+        if reusable:
+            try:
+                _empty(self.run_dir.work)
+                _empty(self.run_dir.tmp)
+            except OSError:
+                reusable = False
+        result = ExecResult(
+            status, code, decode(reply.stdout), decode(reply.stderr), reply.elapsed, extra, "bwrap"
+        )
+        return result, reusable
+
+    def _why_failed(self) -> str:
+        """A short account of a warm parent that did not answer (exit status, stderr tail)."""
+        code = self.proc.poll()
+        tail = b""
+        if self.proc.stderr is not None:
+            tail = _read_available(self.proc.stderr.fileno(), 2000)
+        state = f"exited with {code}" if code is not None else "alive but silent"
+        return f"warm parent {state} after {self.runs} runs: {decode(tail).strip()[-300:]}"
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        if self.proc.stderr:
+            self.proc.stderr.close()
+        self.sock.close()
+        self.run_dir.cleanup()
+
+
+class _WarmPool:
+    """Up to ``size`` warm instances, each serving one run at a time, replaced after ``max_runs``
+    runs or whenever a run leaves it unclean, and on any failure of its warm parent."""
+
+    def __init__(self, factory: Callable[[], _WarmInstance], size: int, max_runs: int) -> None:
+        self._factory = factory
+        self._size = size
+        self._max_runs = max_runs
+        self._idle: list[_WarmInstance] = []
+        self._count = 0
+        self._closed = False
+        self._cond = threading.Condition()
+        self._stats = {"warm_runs": 0, "fallbacks": 0, "started": 0, "discarded": 0}
+        self.last_error: str | None = None
+        # Instances are started from one long-lived thread: bwrap --die-with-parent kills the
+        # sandbox when the *thread* that started it ends (PR_SET_PDEATHSIG), and callers'
+        # threads (a ThreadPoolExecutor's) come and go.
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="marft-bwrap-warm")
+
+    def stats(self) -> dict[str, Any]:
+        with self._cond:
+            return dict(self._stats, last_error=self.last_error)
+
+    def _take(self) -> _WarmInstance | None:
+        with self._cond:
+            while not self._idle and self._count >= self._size and not self._closed:
+                self._cond.wait()
+            if self._closed:
+                return None
+            if self._idle:
+                return self._idle.pop()
+            self._count += 1
+        try:
+            instance = self._spawner.submit(self._factory).result()
+        except (OSError, subprocess.SubprocessError, ValueError, RuntimeError) as exc:
+            with self._cond:
+                self._count -= 1
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                self._cond.notify()
+            return None
+        with self._cond:
+            self._stats["started"] += 1
+        return instance
+
+    def _release(self, instance: _WarmInstance, keep: bool) -> None:
+        keep = keep and instance.runs < self._max_runs
+        with self._cond:
+            if keep and not self._closed:
+                self._idle.append(instance)
+            else:
+                self._count -= 1
+                self._stats["discarded"] += 0 if self._closed else 1
+            self._cond.notify()
+        if not keep or self._closed:
+            instance.close()
+
+    def run(self, job: Job) -> ExecResult | None:
+        """The warm result of ``job``, or None: then the caller runs it cold."""
+        instance = self._take()
+        if instance is None:
+            with self._cond:
+                self._stats["fallbacks"] += 1
+            return None
+        result, keep = None, False
+        try:
+            result, keep = instance.run(job)
+        finally:
+            self._release(instance, keep)
+        with self._cond:
+            self._stats["warm_runs" if result is not None else "fallbacks"] += 1
+            if result is None:
+                self.last_error = instance.failure
+        return result
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._cond.notify_all()
+        for instance in idle:
+            instance.close()
+        self._spawner.shutdown(wait=False)
+
+
 class BwrapSandbox(Sandbox):
     """Runs each program in a fresh bubblewrap sandbox (see the module docstring)."""
 
     name = "bwrap"
 
-    def __init__(self, limits=None, *, python: str | None = None, **overrides) -> None:
+    def __init__(
+        self,
+        limits=None,
+        *,
+        python: str | None = None,
+        warm: bool = True,
+        pool_size: int | None = None,
+        max_runs: int = 1000,
+        **overrides,
+    ) -> None:
         super().__init__(limits, **overrides)
         self._python = python
         self._layout: PythonLayout | None = None
+        #: Serve runs from warm instances (a warm parent forks a child per run); False: a fresh
+        #: sandbox and interpreter per run.
+        self.warm = bool(warm)
+        size = int(pool_size or max(2, min(4, os.cpu_count() or 2)))
+        if size < 1 or max_runs < 1:
+            raise ValueError(f"pool_size and max_runs must be >= 1, got {pool_size}, {max_runs}")
+        self._pool = _WarmPool(lambda: _WarmInstance(self), size, max_runs)
 
     def _interpreter(self) -> PythonLayout:
         if self._layout is None:
             self._layout = python_layout(find_python(self._python))
         return self._layout
 
-    def command(self, job: Job, run_dir: _RunDir) -> list[str]:
-        """The full bwrap command line for ``job``."""
+    def _base_command(self, run_dir: _RunDir, extra_mounts: tuple[str, ...] = ()) -> list[str]:
+        """The bwrap options shared by cold runs and warm instances (everything before ``--``)."""
         layout = self._interpreter()
         env = program_env(WORK_DIR, "/tmp")
         args = [
@@ -268,6 +485,7 @@ class BwrapSandbox(Sandbox):
             str(_SHM_BYTES),
             "--tmpfs",
             "/dev/shm",
+            *extra_mounts,
             "--remount-ro",
             "/dev",
         ]
@@ -288,17 +506,34 @@ class BwrapSandbox(Sandbox):
         args += ["--remount-ro", "/", "--clearenv"]
         for key, value in env.items():
             args += ["--setenv", key, value]
-        args += [
+        return args
+
+    def command(self, job: Job, run_dir: _RunDir) -> list[str]:
+        """The full bwrap command line of a cold run of ``job``."""
+        return [
+            *self._base_command(run_dir),
             "--",
             "/usr/bin/prlimit",
             *prlimit_args(self.limits),
             "--",
-            layout.executable,
+            self._interpreter().executable,
             "-B",
             PROGRAM_FILE,
             *job.argv,
         ]
-        return args
+
+    def warm_command(self, run_dir: _RunDir, control_fd: int) -> list[str]:
+        """The bwrap command line of a warm instance: the warm parent (`warm.py`) as the program."""
+        return [
+            *self._base_command(run_dir, ("--mqueue", "/dev/mqueue")),
+            "--",
+            self._interpreter().executable,
+            "-B",
+            "-c",
+            WARM_SOURCE,
+            str(control_fd),
+            warm_config(("/dev/shm", "/dev/mqueue")),
+        ]
 
     def _run(self, job: Job) -> ExecResult:
         reason = _missing_bwrap()
@@ -308,6 +543,25 @@ class BwrapSandbox(Sandbox):
             self._interpreter()
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
             return infra_error(str(exc), self.name)
+        if self.warm:
+            result = self._pool.run(job)
+            if result is not None:
+                return result
+            # No warm instance, or the program killed or stopped its warm parent: the cold path
+            # gives the verdict, so a broken parent never decides anything.
+        return self._run_cold(job)
+
+    def close(self) -> None:
+        if self.warm:
+            self._pool.close()
+
+    @property
+    def warm_stats(self) -> dict[str, Any]:
+        """Counters of the warm path: runs served warm, fallbacks to a cold run, instances started."""
+        return self._pool.stats() if self.warm else {}
+
+    def _run_cold(self, job: Job) -> ExecResult:
+        """One fresh bwrap sandbox and one interpreter start for ``job``."""
         run_dir = _RunDir(self.limits.disk_mb)
         status_r, status_w = (
             os.pipe()
@@ -374,7 +628,7 @@ def probe() -> str | None:
     reason = _missing_bwrap()
     if reason:
         return reason
-    result = BwrapSandbox(timeout=20).run("print('ok')")
+    result = BwrapSandbox(timeout=20, warm=False).run("print('ok')")
     if result.status.value != "ok" or result.stdout.strip() != "ok":
         hint = ""
         if any(

@@ -39,6 +39,10 @@ _RESOURCE = {
 }
 
 
+#: prlimit option name -> ``resource.RLIMIT_*`` id.
+RESOURCES = _RESOURCE
+
+
 def prlimit_args(limits: SandboxLimits) -> list[str]:
     """Options for util-linux ``prlimit`` (soft = hard)."""
     return [f"--{name}={value}:{value}" for name, value in rlimits(limits).items()]

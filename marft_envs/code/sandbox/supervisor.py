@@ -17,18 +17,27 @@ each job the supervisor
    (again as uid 65534 in a helper);
 5. prints a trailer ``<nonce><base64 JSON><nonce>`` on stdout.
 
+With ``"warm": true`` in the header, step 1 instead hands the job to a warm parent
+(``warm.py``, whose source is this file's first argument): a uid-65534 interpreter, started
+once and replaced whenever it fails, that forks a fresh child per job and reports its exit
+status and whether its timeout fired. The supervisor still writes the files, kills what is
+left and wipes; it never trusts a warm parent that does not answer in time: it kills it and
+reports ``warm_failed``, and the host runs the job again cold.
+
 The program runs as another uid, so it cannot signal, ptrace or fake the
 supervisor; the nonce (read from stdin, never on a command line) keeps it from
 forging a trailer. The program's stdout/stderr go straight to the attached container streams.
 The file must stay self-contained: standard library only, no package imports.
 """
 
+import array
 import base64
 import json
 import os
 import resource
 import select
 import signal
+import socket
 import stat
 import struct
 import sys
@@ -80,6 +89,21 @@ def as_sandbox_user(fn, *args):
     os.close(r)
     _, status = os.waitpid(pid, 0)
     return b"".join(chunks), os.waitstatus_to_exitcode(status) == 0
+
+
+def as_sandbox_euid(fn, *args):
+    """``as_sandbox_user`` without the fork: ``fn(*args)`` with effective uid/gid 65534 (which
+    clears the effective capabilities), then back to root. Only while no program runs: real
+    and saved uid stay 0, so nothing of uid 65534 could signal or trace us meanwhile anyway."""
+    os.setegid(UID)
+    os.seteuid(UID)
+    try:
+        return fn(*args), True
+    except BaseException:  # noqa: BLE001 -- a failed write or wipe is reported, not raised
+        return b"", False
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
 
 
 def write_files(names_sizes, blob):
@@ -174,17 +198,124 @@ def reap():
         pass
 
 
-def kill_leftovers(timeout=2.0):
-    """SIGKILL every process in the container but us (PID 1); True once they are all gone."""
+def kill_leftovers(timeout=2.0, spare=()):
+    """SIGKILL every process in the container but us (PID 1) and ``spare``; True once they are
+    all gone."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            return True
+        if not spare:
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                return True
+        else:
+            others = [
+                int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, *spare)
+            ]
+            if not others:
+                return True
+            for pid in others:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
         reap()
         time.sleep(0.001)
     return False
+
+
+class WarmParent:
+    """The warm parent process (uid 65534) and the supervisor's end of its control socket."""
+
+    def __init__(self, python, env):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                os.chdir(WORK)
+                os.setgroups([])
+                os.setgid(UID)
+                os.setuid(UID)
+                os.set_inheritable(theirs.fileno(), True)
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):  # children get their own 0/1/2 with each job
+                    os.dup2(null, fd)
+                argv = [python, "-B", "-c", sys.argv[1], str(theirs.fileno()), *sys.argv[2:3]]
+                os.execve(python, argv, env)
+            except BaseException:  # noqa: BLE001, S110 -- the child must never return into the supervisor
+                pass
+            os._exit(127)
+        theirs.close()
+        self.pid, self.sock = pid, ours
+        ready, _, _ = select.select([ours], [], [], 30)
+        if not ready or b"ready" not in ours.recv(4096):
+            self.kill()
+            raise OSError("the warm parent did not start")
+
+    def run(self, header, stdin_fd):
+        """The warm parent's report of one job, or None if it did not answer in time."""
+        request = {
+            "argv": header["argv"],
+            "timeout": header["timeout"],
+            "rlimits": header["rlimits"],
+        }
+        fds = array.array("i", [stdin_fd, 1, 2])
+        try:
+            self.sock.sendmsg(
+                [json.dumps(request).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+            )
+            ready, _, _ = select.select([self.sock], [], [], header["timeout"] + 2.0)
+            data = self.sock.recv(65536) if ready else b""
+            report = json.loads(data) if data else None
+        except (OSError, ValueError):
+            return None
+        ok = (
+            isinstance(report, dict)
+            and isinstance(report.get("exit"), int)
+            and isinstance(report.get("timed_out"), bool)
+        )
+        return report if ok else None
+
+    def kill(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        self.sock.close()
+
+
+_warm = [None]  # the current WarmParent
+
+
+def run_job_warm(header, blob, stdin_data, inputs, report):
+    """Steps 1-2 through the warm parent; fills ``report``; returns the processes to spare."""
+    stdin_fd = os.memfd_create("stdin")
+    os.write(stdin_fd, stdin_data)
+    os.lseek(stdin_fd, 0, os.SEEK_SET)
+    _, ok = as_sandbox_euid(write_files, header["files"], blob)
+    if not ok:
+        os.close(stdin_fd)
+        raise OSError("cannot write the job's files")
+    if _warm[0] is None:
+        _warm[0] = WarmParent(header["python"], header["env"])
+    warm = _warm[0]
+    answer = warm.run(header, stdin_fd)
+    os.close(stdin_fd)
+    if answer is None:  # killed, stopped or broken by the program: never trust this run
+        warm.kill()
+        _warm[0] = None
+        report["warm_failed"] = True
+        return ()
+    report.update(
+        started=True,
+        timed_out=answer["timed_out"],
+        exit=answer["exit"],
+        elapsed=answer.get("elapsed"),
+        warm_clean=bool(answer.get("clean")),
+    )
+    return (warm.pid,)
 
 
 def start_program(cfg, blob, stdin_fd):
@@ -214,6 +345,29 @@ def start_program(cfg, blob, stdin_fd):
     return pid, (message.decode(errors="replace") or None)
 
 
+def run_job_cold(header, blob, stdin_data, report):
+    """Steps 1-2 with a fresh interpreter (fork and exec); fills ``report``."""
+    stdin_fd = os.memfd_create("stdin")
+    os.write(stdin_fd, stdin_data)
+    os.lseek(stdin_fd, 0, os.SEEK_SET)
+    start = time.monotonic()
+    pid, error = start_program(header, blob, stdin_fd)
+    os.close(stdin_fd)
+    if error:
+        os.waitpid(pid, 0)
+        raise OSError(f"cannot start the program: {error}")
+    report["started"] = True
+    pidfd = os.pidfd_open(pid)
+    ready, _, _ = select.select([pidfd], [], [], header["timeout"])
+    os.close(pidfd)
+    if not ready:
+        report["timed_out"] = True
+        os.killpg(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
+    report["elapsed"] = time.monotonic() - start
+    report["exit"] = os.waitstatus_to_exitcode(status)
+
+
 def run_job(header, blob, stdin_data):
     """Run one job; return the report dict."""
     inputs, offset = {}, 0
@@ -229,30 +383,17 @@ def run_job(header, blob, stdin_data):
         "error": None,
     }
     try:
-        stdin_fd = os.memfd_create("stdin")
-        os.write(stdin_fd, stdin_data)
-        os.lseek(stdin_fd, 0, os.SEEK_SET)
-        start = time.monotonic()
-        pid, error = start_program(header, blob, stdin_fd)
-        os.close(stdin_fd)
-        if error:
-            os.waitpid(pid, 0)
-            raise OSError(f"cannot start the program: {error}")
-        report["started"] = True
-        pidfd = os.pidfd_open(pid)
-        ready, _, _ = select.select([pidfd], [], [], header["timeout"])
-        os.close(pidfd)
-        if not ready:
-            report["timed_out"] = True
-            os.killpg(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-        report["elapsed"] = time.monotonic() - start
-        report["exit"] = os.waitstatus_to_exitcode(status)
-        gone = kill_leftovers()
-        out, ok = as_sandbox_user(collect_and_wipe, inputs, header["extra_files_bytes"])
+        if header.get("warm"):
+            spare = run_job_warm(header, blob, stdin_data, inputs, report)
+        else:
+            spare = ()
+            run_job_cold(header, blob, stdin_data, report)
+        gone = kill_leftovers(spare=spare)
+        wipe_as = as_sandbox_euid if header.get("warm") else as_sandbox_user
+        out, ok = wipe_as(collect_and_wipe, inputs, header["extra_files_bytes"])
         collected = json.loads(out) if ok else {"files": {}, "clean": False}
         report["files"] = collected["files"]
-        report["clean"] = gone and collected["clean"]
+        report["clean"] = gone and collected["clean"] and report.pop("warm_clean", True)
     except Exception as exc:  # noqa: BLE001 -- never let cleanup or reporting raise
         report["error"] = f"{type(exc).__name__}: {exc}"
     return report
@@ -260,6 +401,7 @@ def run_job(header, blob, stdin_data):
 
 def main():
     """Serve jobs until stdin closes."""
+    os.setgroups([])  # no supplementary groups while the effective uid is the sandbox's
     while True:
         try:
             header = json.loads(read_exact(struct.unpack(">Q", read_exact(8))[0]))

@@ -1,0 +1,344 @@
+"""The warm parent: a Python interpreter inside a sandbox that forks a fresh child per execution.
+
+Started once per sandbox instance (a long-lived bwrap sandbox, or a docker container, where the
+trusted supervisor starts it), as ``python -B -c <this source> <control fd> <config JSON>`` with
+the sandbox uid (65534), it pre-imports common standard-library modules, compiles the trusted
+programs of the config (the harness's runner, sent as ``main.py`` of every Python-test run; a
+child whose ``main.py`` is byte-for-byte one of them skips compiling it), makes itself
+non-dumpable (so a child can neither ptrace it nor read its memory or file descriptors through
+/proc), ignores every catchable signal, becomes a child subreaper and says ``ready`` on the
+control socket. Then, for each request, a JSON header (argv, timeout, rlimits) with three file
+descriptors (the program's stdin, stdout, stderr; SCM_RIGHTS on a SOCK_SEQPACKET socket):
+
+1. forks a child: new session (its own process group), the request's rlimits, the three fds as
+   0/1/2 and nothing else open, cwd ``/work``, the interpreter's start-up signal dispositions,
+   fresh ``sys.std*`` objects, a fresh ``__main__``; it then runs ``/work/main.py`` as
+   ``python -B main.py *argv`` would (exit code, uncaught exception, ``SystemExit``, thread
+   join and ``atexit`` at the end);
+2. waits up to the timeout, then SIGKILLs the child's process group;
+3. SIGKILLs every other process it may signal (daemons the child left; they were re-parented to
+   it), reaps them, wipes the extra dirs it was given (``/dev/shm``, ``/dev/mqueue``) and checks
+   that no System V IPC object is left;
+4. answers ``{"exit", "timed_out", "clean"}``.
+
+The warm parent never reads a job's data (program, files, stdin, output): those travel through
+files the host or supervisor wrote and the passed fds, which only the child touches, so no child
+can find a previous child's data in the memory it inherits. A child can still kill or stop the
+warm parent (same uid): the other side then gets no answer, discards this sandbox instance and
+runs the job again on the cold path (docs/sandbox.md). Standard library only; self-contained.
+"""
+
+import array
+import ctypes
+import gc
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import stat
+import sys
+import time
+
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+WORK = "/work"
+SYSVIPC = ("/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg")
+#: Imported once here so that children do not pay for them (each child gets its own copy).
+#: Kept short: every pre-imported module also makes each fork and exit a little dearer.
+PRELOAD = (
+    "io", "re", "math", "typing", "collections", "collections.abc", "itertools", "functools",
+    "heapq", "bisect", "string", "operator", "copy", "threading", "atexit", "types", "_json",
+)
+MAX_FDS = 3
+
+
+def _startup_state():
+    """What a fresh interpreter would have: signal dispositions and the std streams' settings."""
+    handlers = {}
+    for sig in signal.valid_signals():
+        try:
+            handlers[sig] = signal.getsignal(sig)
+        except (OSError, ValueError):
+            pass
+    streams = [
+        (s.encoding, s.errors, s.line_buffering) for s in (sys.stdin, sys.stdout, sys.stderr)
+    ]
+    return handlers, streams
+
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _harden():
+    libc = LIBC
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
+            continue
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (OSError, ValueError):
+            pass
+
+
+def _fresh_streams(streams):
+    import io
+
+    made = []
+    for fd, (encoding, errors, line_buffering) in enumerate(streams):
+        if fd == 0:
+            raw = io.FileIO(0, "rb", closefd=False)
+            made.append(io.TextIOWrapper(io.BufferedReader(raw), encoding, errors))
+        else:
+            raw = io.FileIO(fd, "wb", closefd=False)
+            made.append(
+                io.TextIOWrapper(
+                    io.BufferedWriter(raw), encoding, errors, line_buffering=line_buffering
+                )
+            )
+    sys.stdin, sys.stdout, sys.stderr = made
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made
+
+
+def _exit_code(exc):
+    """The exit status CPython gives an uncaught ``SystemExit``."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
+        pass
+    return 1
+
+
+def _finish():
+    """The end of a CPython run: join non-daemon threads, run atexit, flush the streams."""
+    import atexit
+    import threading
+
+    try:
+        threading._shutdown()  # what Py_FinalizeEx does first
+    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
+        pass
+    atexit._run_exitfuncs()
+    code = None
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 -- untrusted code's exception, handled as CPython would
+            code = 120  # CPython's status when flushing stdout fails at exit
+    return code
+
+
+def _run_program(argv, handlers, streams, compiled):
+    """Run /work/main.py in this (child) process as ``python -B main.py *argv`` would."""
+    import builtins
+    import types
+
+    for sig, handler in handlers.items():
+        try:
+            signal.signal(sig, handler)
+        except (OSError, ValueError, TypeError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    _fresh_streams(streams)
+    path = os.path.join(WORK, "main.py")
+    sys.argv = ["main.py", *argv]
+    sys.path[0] = WORK
+    sys.dont_write_bytecode = True
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = builtins
+    main.__cached__ = None
+    sys.modules["__main__"] = main
+    status = 0
+    try:
+        with open(path, "rb") as fh:
+            source = fh.read()
+        code = compiled.get(source) or compile(source, path, "exec")
+        exec(code, main.__dict__)  # noqa: S102 -- running the program is this process's job
+    except SystemExit as exc:
+        status = _exit_code(exc)
+    except BaseException as exc:  # the program's uncaught exception: traceback, status 1  # noqa: BLE001 -- untrusted code's exception, handled as CPython would
+        tb = exc.__traceback__
+        exc.__traceback__ = tb.tb_next if tb is not None else None  # hide this frame
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+        if isinstance(exc, KeyboardInterrupt):  # CPython dies by SIGINT then
+            _finish()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        status = 1
+    try:
+        flushed = _finish()
+    except SystemExit as exc:
+        flushed = _exit_code(exc)
+    except BaseException:  # noqa: BLE001 -- untrusted code's exception, handled as CPython would
+        flushed = 1
+    os._exit(status if flushed is None else flushed)
+
+
+def _spawn(request, fds, control, handlers, streams, compiled):
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # the child: nothing of the parent's is reachable once the program starts
+        control.close()
+        os.setsid()
+        # Dumpable again, as a fresh interpreter is (its own /proc/self/mem works); this
+        # child's memory holds nothing but the pristine parent's and its own job's.
+        LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        for res, value in request["rlimits"]:
+            resource.setrlimit(res, (value, value))
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        os.closerange(3, 1 << 16)
+        os.chdir(WORK)
+        _run_program(request["argv"], handlers, streams, compiled)
+    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
+        pass
+    os._exit(127)
+
+
+def _reap():
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def _kill_leftovers(limit=2.0):
+    """SIGKILL every process this uid may signal but us; True once they are all gone."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            return True
+        _reap()
+        time.sleep(0.0005)
+    return False
+
+
+def _wipe(top):
+    ok = True
+    try:
+        names = os.listdir(top)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    for name in names:
+        path = os.path.join(top, name)
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                ok = _wipe(path) and ok
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+        except OSError:
+            ok = False
+    return ok
+
+
+# keyctl(2): the user keyrings of the sandbox uid outlive a child (docker's seccomp profile
+# blocks the call; bwrap has none). Cleared after each run.
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+_KEYCTL_CLEAR, _USER_KEYRINGS = 7, (-4, -5)  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
+
+
+def _clear_keyrings():
+    if _SYS_KEYCTL is not None:
+        for ring in _USER_KEYRINGS:
+            LIBC.syscall(_SYS_KEYCTL, _KEYCTL_CLEAR, ring)
+
+
+def _no_sysv_ipc():
+    for path in SYSVIPC:
+        try:
+            with open(path) as fh:
+                if len(fh.read().splitlines()) > 1:
+                    return False
+        except OSError:
+            pass
+    return True
+
+
+def _serve_one(request, fds, control, handlers, streams, wipe_dirs, compiled):
+    start = time.monotonic()
+    pid = _spawn(request, fds, control, handlers, streams, compiled)
+    for fd in fds:
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    ready, _, _ = select.select([pidfd], [], [], float(request["timeout"]))
+    os.close(pidfd)
+    timed_out = not ready
+    if timed_out:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _, status, usage = os.wait4(pid, 0)
+    elapsed = time.monotonic() - start
+    gone = _kill_leftovers()
+    _clear_keyrings()
+    clean = gone and all([_wipe(d) for d in wipe_dirs]) and _no_sysv_ipc()  # noqa: C419 (wipe all)
+    return {
+        "exit": os.waitstatus_to_exitcode(status),
+        "timed_out": timed_out,
+        "clean": clean,
+        "elapsed": elapsed,
+        "cpu": usage.ru_utime + usage.ru_stime,
+    }
+
+
+def main():
+    control = socket.socket(fileno=int(sys.argv[1]))
+    config = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    wipe_dirs = list(config.get("wipe", []))
+    path = os.path.join(WORK, "main.py")
+    compiled = {}
+    for text in config.get("trusted", []):
+        source = text.encode("utf-8", "surrogatepass")
+        compiled[source] = compile(source, path, "exec")
+    handlers, streams = _startup_state()
+    for name in PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    _harden()
+    # Everything so far is shared with every child: keep the garbage collector from touching
+    # it, or each child's first collection would copy the whole heap (copy-on-write).
+    gc.freeze()
+    control.send(b'{"ready": true}')
+    fds_size = socket.CMSG_LEN(MAX_FDS * array.array("i").itemsize)
+    while True:
+        try:
+            data, ancdata, _, _ = control.recvmsg(65536, fds_size)
+        except OSError:
+            return
+        if not data:
+            return
+        fds = array.array("i")
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        request = json.loads(data)
+        if len(fds) != MAX_FDS:
+            for fd in fds:
+                os.close(fd)
+            control.send(b'{"error": "expected 3 file descriptors"}')
+            continue
+        report = _serve_one(request, list(fds), control, handlers, streams, wipe_dirs, compiled)
+        control.send(json.dumps(report).encode())
+
+
+if __name__ == "__main__":
+    main()
+    os._exit(0)
