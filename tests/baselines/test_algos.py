@@ -282,7 +282,7 @@ def test_ppo_policy_loss_unclipped_equals_minus_advantage_weighted_ratio():
     adv = T([[1.0, -2.0]])
     loss, stats = ppo_policy_loss(logp, old, adv, torch.ones(1, 2), 0.2)
     assert close(loss, (-1.0 + 2.0) / 2)
-    assert stats["clipfrac"] == 0.0 and abs(stats["approx_kl"]) < 1e-7
+    assert stats["clipfrac"] == 0.0 and abs(stats["kl_rollout"]) < 1e-7
     loss.backward()
     # d/dlogp of -A * exp(logp - old) at ratio 1 is -A, averaged over 2 tokens
     assert close(logp.grad, [[-0.5, 1.0]])
