@@ -65,7 +65,8 @@ def evaluate_trainer(trainer, checkpoint: Path | None, run_dir: Path | None, out
                "infra_errors": int(m["eval/infra_errors"]),
                "checkpoint": str(checkpoint) if checkpoint else None}
     if metrics["infra_errors"] == len(episodes):
-        first = episodes[0].verdicts[-1].get("reason", "") if episodes and episodes[0].verdicts else ""
+        last = episodes[0].verdicts[-1] if episodes and episodes[0].verdicts else {}
+        first = last.get("reason", "")
         raise EvaluationError(
             f"all {len(episodes)} evaluation episodes on {env_id} ended in an infrastructure error "
             f"(first: {first!r}): nothing could be graded, so no score and no bundle; fix the "
@@ -130,8 +131,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"score={metrics['score']:.4f} correct={metrics['correct']:.4f} episodes={metrics['episodes']} "
           f"infra_errors={metrics['infra_errors']} checkpoint={metrics['checkpoint']}")
     if metrics["infra_errors"]:
-        print(f"warning: {metrics['infra_errors']} episode(s) ended in an infrastructure error; the "
-              "score is over the other episodes, and the leaderboard re-grades them", file=sys.stderr)
+        print(f"warning: {metrics['infra_errors']} episode(s) ended in an infrastructure error; "
+              "the score is over the other episodes, and the leaderboard re-grades them",
+              file=sys.stderr)
     print(f"bundle: {path}")
     return 0
 

@@ -14,6 +14,7 @@ cheap and read off a rollout the trainer already has:
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 
@@ -69,19 +70,19 @@ def answer_in_predecessors(rollout: Rollout) -> dict[str, float]:
     return {**{a: n / graded for a, n in hits.items()}, "any": anywhere / graded}
 
 
-def value_change(rollout: Rollout, values: Mapping[tuple[int, int], torch.Tensor]
-                 ) -> dict[str, float]:
+def value_change(
+    rollout: Rollout, values: Mapping[tuple[int, int], torch.Tensor]
+) -> dict[str, float]:
     """Per agent: mean ``|V(next turn) - V(this turn)|`` over its turns followed by a turn of
     the same round, with ``values[(episode, turn)]`` the centralized critic's values (the first
     entry is the action-level value ``V(context)``). Only meaningful for one critic that sees
     every turn (MARFT, MARFT-shared); agents that always act last in a round are absent."""
     sums: dict[str, list[float]] = {}
     for turns in rollout.turns:
-        for this, nxt in zip(turns, turns[1:]):
+        for this, nxt in itertools.pairwise(turns):
             if nxt.round != this.round:
                 continue
             before = float(values[(this.episode, this.index)].flatten()[0])
             after = float(values[(nxt.episode, nxt.index)].flatten()[0])
             sums.setdefault(this.agent, []).append(abs(after - before))
     return {a: sum(v) / len(v) for a, v in sums.items()}
-

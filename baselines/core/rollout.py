@@ -201,11 +201,13 @@ def _assemble(done, *, drop_infra_errors: bool, target: int, gen_s: float, env_s
         e = len(episodes)
         episodes.append(episode)
         turns.append([
-            TurnSample(e, i, t.agent, t.role, t.round, p[1], p[2], p[3], t.state, float(t.reward), p[4])
+            TurnSample(e, i, t.agent, t.role, t.round, p[1], p[2], p[3], t.state, float(t.reward),
+                       p[4])
             for i, (t, p) in enumerate(zip(episode.turns, played))
         ])
     if drop_infra_errors and not episodes:
-        reason = next((v.get("reason") for v in reversed(infra[0].verdicts) if v.get("infra_error")), "")
+        reason = next((v.get("reason") for v in reversed(infra[0].verdicts)
+                       if v.get("infra_error")), "")
         raise InfraErrorRollout(
             f"all {target} episodes ended in an infrastructure error (first: task "
             f"{infra[0].task_id!r}, {reason!r}): the verifier or sandbox is not working, so there "

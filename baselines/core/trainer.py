@@ -262,7 +262,8 @@ class Trainer:
             bootstrap=bootstrap)
         keys = [(s.episode, s.index) for s in samples]
         metrics = self._rollout_metrics(rollout, samples)
-        metrics.update(self._scoring_metrics(rollout, samples, old_logp, ref_logp, adv, old_values, ret))
+        metrics.update(
+            self._scoring_metrics(rollout, samples, old_logp, ref_logp, adv, old_values, ret))
         if a.normalize_advantages:
             adv = whiten(adv, keys)
         for k in keys:
@@ -648,14 +649,16 @@ class Trainer:
                 continue
             old = torch.cat([old_logp[k] for k in keys])
             ones = torch.ones_like(old, dtype=torch.bool)
-            out[f"agent/{agent}/kl_ref"] = float(algos.mean_kl(old, torch.cat([ref_logp[k] for k in keys]), ones))
+            ref = torch.cat([ref_logp[k] for k in keys])
+            out[f"agent/{agent}/kl_ref"] = float(algos.mean_kl(old, ref, ones))
             mean, std = algos.masked_mean_std(torch.cat([adv[k] for k in keys]), ones)
             out[f"agent/{agent}/adv_mean"], out[f"agent/{agent}/adv_std"] = mean, std
         if self.method.critic_kind == CENTRALIZED:
             out.update({f"agent/{a}/value_change": v
                         for a, v in diagnostics.value_change(rollout, values).items()})
         for name in self.critic_names:
-            keys = [(s.episode, s.index) for s in samples if self.method.critic_name(s.agent) == name]
+            keys = [(s.episode, s.index) for s in samples
+                    if self.method.critic_name(s.agent) == name]
             if keys:
                 v, r = torch.cat([values[k] for k in keys]), torch.cat([returns[k] for k in keys])
                 out[f"critic/{name}/explained_variance"] = algos.explained_variance(

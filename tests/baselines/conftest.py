@@ -12,17 +12,27 @@ def _register_infra_env(answers: list[str], env_id: str) -> str:
     """Register ``env_id``: the relay workflow graded by the real math verifier, one task per
     answer; a task whose reference answer is empty makes the verifier return an
     infrastructure error (``Verdict.infra_error``), as a broken math worker would."""
+    from baselines.relay import RELAY_WORKFLOW
     from tasks import Dataset, Task
 
-    from baselines.relay import RELAY_WORKFLOW
-
     if env_id not in marft_envs.registry:
-        items = tuple(Task(id=f"t{i}", kind="math", prompt="AB"[i % 2], answer=a)
-                      for i, a in enumerate(answers))
-        marft_envs.register(env_id, "marft_envs.flexmg:FlexMGEnv", kwargs={
-            "dataset": Dataset(name=env_id, split="train", kind="math", tasks=items,
-                               source="generated:test"),
-            "workflow": RELAY_WORKFLOW, "verifier": "math", "horizon": 1, "feedback": "none"})
+        items = tuple(
+            Task(id=f"t{i}", kind="math", prompt="AB"[i % 2], answer=a)
+            for i, a in enumerate(answers)
+        )
+        marft_envs.register(
+            env_id,
+            "marft_envs.flexmg:FlexMGEnv",
+            kwargs={
+                "dataset": Dataset(
+                    name=env_id, split="train", kind="math", tasks=items, source="generated:test"
+                ),
+                "workflow": RELAY_WORKFLOW,
+                "verifier": "math",
+                "horizon": 1,
+                "feedback": "none",
+            },
+        )
     return env_id
 
 

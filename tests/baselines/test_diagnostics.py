@@ -40,10 +40,10 @@ def _rollout(*episodes):
 
 def test_answer_in_predecessors_reads_the_final_round_only():
     ro = _rollout(
-        _episode([["I think 7", "\\boxed{7}"]], "7"),           # copied from the reasoner
-        _episode([["no idea", "\\boxed{9}"]], "9"),              # the answerer's own
+        _episode([["I think 7", "\\boxed{7}"]], "7"),  # copied from the reasoner
+        _episode([["no idea", "\\boxed{9}"]], "9"),  # the answerer's own
         _episode([["maybe 5", "\\boxed{3}"], ["it is 3", "\\boxed{3}"]], "3"),  # round 2 counts
-        _episode([["hmm", "nothing"]], None),                    # no extracted answer: left out
+        _episode([["hmm", "nothing"]], None),  # no extracted answer: left out
     )
     assert answer_in_predecessors(ro) == {"reasoner_0": 2 / 3, "any": 2 / 3}
     assert answer_in_predecessors(_rollout(_episode([["a", "b"]], None))) == {}
@@ -52,8 +52,12 @@ def test_answer_in_predecessors_reads_the_final_round_only():
 def test_value_change_is_the_value_move_inside_a_round():
     ep, turns = _episode([["a", "b"], ["c", "d"]], "x")
     ro = _rollout((ep, turns))
-    values = {(0, 0): torch.tensor([0.5]), (0, 1): torch.tensor([0.2, 9.0]),  # first entry counts
-              (0, 2): torch.tensor([0.1]), (0, 3): torch.tensor([0.4])}
+    values = {
+        (0, 0): torch.tensor([0.5]),
+        (0, 1): torch.tensor([0.2, 9.0]),  # first entry counts
+        (0, 2): torch.tensor([0.1]),
+        (0, 3): torch.tensor([0.4]),
+    }
     change = value_change(ro, values)
     assert set(change) == {"reasoner_0"}  # the last agent of a round has no same-round successor
     assert abs(change["reasoner_0"] - (0.3 + 0.3) / 2) < 1e-6

@@ -15,9 +15,18 @@ from baselines.core.trainer import Trainer, eval_metrics
 from baselines.relay import RELAY_WORKFLOW, register_relay, relay_model
 from marft_envs import Verdict
 
-BASE = ["model.max_new_tokens=2", "env.num_envs=4", "train.episodes_per_iteration=8",
-        "env.eval_episodes=0", "algo.minibatch_size=4", "algo.grad_accum=2",
-        "algo.lr=1e-3", "algo.critic_lr=1e-3", "train.checkpoint_every=0", "train.log=[]"]
+BASE = [
+    "model.max_new_tokens=2",
+    "env.num_envs=4",
+    "train.episodes_per_iteration=8",
+    "env.eval_episodes=0",
+    "algo.minibatch_size=4",
+    "algo.grad_accum=2",
+    "algo.lr=1e-3",
+    "algo.critic_lr=1e-3",
+    "train.checkpoint_every=0",
+    "train.log=[]",
+]
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +40,9 @@ def trainer(model, out, env_id, preset="marft", extra=()):
 
 
 def weights(tr):
-    return {n: {k: v.clone() for k, v in tr.model.adapter_state(n).items()} for n in tr.model.adapters}
+    return {
+        n: {k: v.clone() for k, v in tr.model.adapter_state(n).items()} for n in tr.model.adapters
+    }
 
 
 def same(a, b):
@@ -47,8 +58,13 @@ def test_infra_errors_none_some_all(model, tmp_path, infra_env, preset):
     m = none.step()
     assert m["train/infra_errors"] == 0 and m["train/episodes"] == 8
 
-    some = trainer(model, tmp_path / "some", infra_env(["A", ""], "infra-half-2agent"), preset,
-                   ["algo.ent_coef=0.01"])
+    some = trainer(
+        model,
+        tmp_path / "some",
+        infra_env(["A", ""], "infra-half-2agent"),
+        preset,
+        ["algo.ent_coef=0.01"],
+    )
     before = weights(some)
     m = some.step()  # used to raise KeyError in compute_advantages
     assert m["train/infra_errors"] > 0 and m["train/infra_errors"] + m["train/episodes"] == 8
@@ -62,8 +78,12 @@ def test_infra_errors_none_some_all(model, tmp_path, infra_env, preset):
     assert same(before, weights(every)) and every.iteration == 0  # no empty update
 
 
-def test_evaluation_counts_infra_errors_and_scores_only_gradable_episodes(model, tmp_path, infra_env):
-    tr = trainer(model, tmp_path, infra_env(["A", ""], "infra-half-2agent"), extra=["env.eval_episodes=2"])
+def test_evaluation_counts_infra_errors_and_scores_only_gradable_episodes(
+    model, tmp_path, infra_env
+):
+    tr = trainer(
+        model, tmp_path, infra_env(["A", ""], "infra-half-2agent"), extra=["env.eval_episodes=2"]
+    )
     eps = tr.play_eval()
     assert [e.infra_error for e in sorted(eps, key=lambda e: e.task_id)] == [False, True]
     m = tr.evaluate()
@@ -71,15 +91,28 @@ def test_evaluation_counts_infra_errors_and_scores_only_gradable_episodes(model,
     assert m["eval/infra_errors"] == 1 and m["eval/episodes"] == 2
     assert m["eval/score"] == graded.score  # the infra-error episode is not a wrong answer
     all_infra = eval_metrics([e for e in eps if e.infra_error], tr.agents)
-    assert all_infra["eval/infra_errors"] == 1 and all_infra["eval/score"] != all_infra["eval/score"]  # NaN
+    assert (
+        all_infra["eval/infra_errors"] == 1 and all_infra["eval/score"] != all_infra["eval/score"]
+    )  # NaN
 
 
 def test_eval_cli_refuses_when_nothing_could_be_graded(model, tmp_path, infra_env, capsys):
     from baselines import eval as eval_cli
 
     env_id = infra_env(["", ""], "infra-every-2agent")
-    code = eval_cli.main(["--model", model, "--env", env_id, "--out", str(tmp_path / "b.json"),
-                          "env.eval_episodes=2", "model.max_new_tokens=1", "env.num_envs=2"])
+    code = eval_cli.main(
+        [
+            "--model",
+            model,
+            "--env",
+            env_id,
+            "--out",
+            str(tmp_path / "b.json"),
+            "env.eval_episodes=2",
+            "model.max_new_tokens=1",
+            "env.num_envs=2",
+        ]
+    )
     assert code == 1 and not (tmp_path / "b.json").exists()
     assert "all 2 evaluation episodes" in capsys.readouterr().err
 
@@ -137,9 +170,14 @@ def test_a_run_killed_mid_iteration_resumes_bit_for_bit(model, tmp_path):
     # horizon 2 with verdict feedback: ragged episodes, so the replayed rollout is non-trivial;
     # dropout: the restored RNG state must replay it too
     env_id = register_relay("relay-AB-2agent", keys="AB")
-    extra = ["train.iterations=3", "train.checkpoint_every=1", "model.lora_dropout=0.1",
-             "env.overrides={horizon: 2, feedback: verdict}", "algo.ent_coef=0.01",
-             "train.episodes_per_iteration=6"]
+    extra = [
+        "train.iterations=3",
+        "train.checkpoint_every=1",
+        "model.lora_dropout=0.1",
+        "env.overrides={horizon: 2, feedback: verdict}",
+        "algo.ent_coef=0.01",
+        "train.episodes_per_iteration=6",
+    ]
     full = trainer(model, tmp_path / "full", env_id, extra=extra)
     counter = full.generator = DyingGenerator(full.generator, die_at=0)
     full.logger = CallsPerStep(counter)
@@ -155,7 +193,9 @@ def test_a_run_killed_mid_iteration_resumes_bit_for_bit(model, tmp_path):
     assert resumed.load(tmp_path / "killed") == 1
     resumed.train()
     assert same(weights(full), weights(resumed))
-    assert torch.equal(full.critics.heads["critic"].linear.weight, resumed.critics.heads["critic"].linear.weight)
+    assert torch.equal(
+        full.critics.heads["critic"].linear.weight, resumed.critics.heads["critic"].linear.weight
+    )
 
     def learning(history):
         return [{k: v for k, v in h.items() if not k.startswith("time/")} for h in history]
@@ -166,11 +206,22 @@ def test_a_run_killed_mid_iteration_resumes_bit_for_bit(model, tmp_path):
 # ---------------------------------------------------------------- ragged and truncated episodes
 
 
-@pytest.mark.parametrize("preset,level", [("marft", "action"), ("marft", "token"), ("ippo", "action")])
+@pytest.mark.parametrize(
+    "preset,level", [("marft", "action"), ("marft", "token"), ("ippo", "action")]
+)
 def test_ragged_episodes_horizon_3_with_verdict_feedback(model, tmp_path, preset, level):
     env_id = register_relay("relay-AB-2agent", keys="AB")
-    tr = trainer(model, tmp_path, env_id, preset, [
-        "env.overrides={horizon: 3, feedback: verdict}", f"algo.level={level}", "train.episodes_per_iteration=12"])
+    tr = trainer(
+        model,
+        tmp_path,
+        env_id,
+        preset,
+        [
+            "env.overrides={horizon: 3, feedback: verdict}",
+            f"algo.level={level}",
+            "train.episodes_per_iteration=12",
+        ],
+    )
     m = tr.step()
     assert 1.0 < m["train/rounds_per_episode"] < 3.0  # some solved in round 1, some later or never
     assert m["train/truncated_episodes"] == 0.0
@@ -181,7 +232,13 @@ def test_ragged_episodes_horizon_3_with_verdict_feedback(model, tmp_path, preset
 def test_truncated_episodes_bootstrap_from_the_critic(model, tmp_path, preset):
     # max_turns=3 cuts every unsolved episode mid-round 2: truncated, so it bootstraps
     env_id = register_relay("relay-AB-2agent", keys="AB")
-    tr = trainer(model, tmp_path, env_id, preset, ["env.overrides={horizon: 3, feedback: verdict, max_turns: 3}"])
+    tr = trainer(
+        model,
+        tmp_path,
+        env_id,
+        preset,
+        ["env.overrides={horizon: 3, feedback: verdict, max_turns: 3}"],
+    )
     with torch.no_grad():  # a critic that values every state at 0.25
         for head in tr.critics.heads.values():
             head.linear.bias.fill_(0.25)
@@ -204,7 +261,9 @@ def test_unknown_env_missing_model_and_typos_are_clear_errors(model, tmp_path):
     cfg = load_config("marft", overrides=["env.id=no-such-env", f"model.name={model}", *BASE])
     with pytest.raises(ConfigError, match="no-such-env"):
         Trainer(cfg, tmp_path)
-    cfg = load_config("marft", overrides=["env.id=arith-2agent", "model.name=/no/such/model", *BASE])
+    cfg = load_config(
+        "marft", overrides=["env.id=arith-2agent", "model.name=/no/such/model", *BASE]
+    )
     with pytest.raises(ModelNotFoundError, match="'/no/such/model' not found"):
         Trainer(cfg, tmp_path)
     with pytest.raises(ConfigError, match="unknown config key 'algo.lrr'; did you mean algo.lr,"):
@@ -230,10 +289,26 @@ def test_cli_keeps_the_traceback_of_an_error_during_training(model, tmp_path, ca
 
     env_id = "buggy-relay-2agent"
     if env_id not in marft_envs.registry:
-        marft_envs.register(env_id, "marft_envs.flexmg:FlexMGEnv", kwargs={
-            "dataset": relay_dataset("AB"), "workflow": RELAY_WORKFLOW, "verifier": BuggyVerifier()})
-    args = ["--env", env_id, "--model", model, "--out", str(tmp_path), "--no-progress", *BASE,
-            "train.iterations=1"]
+        marft_envs.register(
+            env_id,
+            "marft_envs.flexmg:FlexMGEnv",
+            kwargs={
+                "dataset": relay_dataset("AB"),
+                "workflow": RELAY_WORKFLOW,
+                "verifier": BuggyVerifier(),
+            },
+        )
+    args = [
+        "--env",
+        env_id,
+        "--model",
+        model,
+        "--out",
+        str(tmp_path),
+        "--no-progress",
+        *BASE,
+        "train.iterations=1",
+    ]
     with pytest.raises(ValueError, match="internal bug"):  # not "error: ..." and exit status 2
         marft.main(args)
     # a usage error still gets one line and exit status 2

@@ -192,7 +192,7 @@ def _truncated_rollout(truncated):
 def test_truncated_episode_bootstraps_from_the_critic_terminated_does_not():
     # 2 agents x 2 rounds, rewards 0 then 1 at the round ends, V = 0.1 .. 0.4, gamma 0.5, lam 1
     values = {(0, i): torch.tensor([0.1 * (i + 1)]) for i in range(4)}
-    kw = dict(sequential=True, token_level=False, gamma=0.5, lam=1.0)
+    kw = {"sequential": True, "token_level": False, "gamma": 0.5, "lam": 1.0}
     _, ret = compute_advantages(_truncated_rollout(False), values, **kw)
     assert [round(float(ret[(0, i)]), 6) for i in range(4)] == [0.5, 0.5, 1.0, 1.0]
     with pytest.raises(ValueError, match="truncated but no bootstrap"):
