@@ -69,7 +69,12 @@ def resolve_config(preset: str, args: argparse.Namespace) -> tuple[Config, Path]
 
 
 def train_main(preset: str, description: str, argv: Sequence[str] | None = None) -> int:
-    """Entry point of one method: parse, build the trainer, train (or resume), plot."""
+    """Entry point of one method: parse, build the trainer, train (or resume), plot.
+
+    Usage errors (config, environment id, model, checkpoint path) print one line and exit 2;
+    they are caught only while the run is being set up. An error during training is a bug or
+    a broken environment, and keeps its traceback.
+    """
     parser = build_parser(f"python -m baselines.{preset}", description)
     args = parser.parse_intermixed_args(argv)  # key=value may come before or after options
     try:
@@ -77,35 +82,39 @@ def train_main(preset: str, description: str, argv: Sequence[str] | None = None)
         if cfg.algo.method != preset:
             raise ConfigError(f"algo.method={cfg.algo.method!r} but this is baselines.{preset}; "
                               f"run python -m baselines.{cfg.algo.method} instead")
-        return run_training(cfg, out, resume=args.resume, progress=not args.no_progress)
-    except ConfigError as exc:
+        trainer, start = build_trainer(cfg, out, resume=args.resume)
+    except (ConfigError, FileNotFoundError, ValueError) as exc:  # unknown model, bad overrides
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except FileNotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:  # unknown model, bad environment overrides
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    return run_training(trainer, start, progress=not args.no_progress)
 
 
-def run_training(cfg: Config, out: Path, resume: str | None = None, progress: bool = True) -> int:
-    """Train ``cfg`` into ``out`` (continuing from ``resume``); write metrics and the plot."""
-    from .core.logging import JSONL_NAME, MetricsLogger, plot_learning_curves
+def build_trainer(cfg: Config, out: Path, resume: str | None = None):
+    """The run's :class:`~baselines.core.trainer.Trainer` (config, environments and model
+    resolved), restored from ``resume``'s newest checkpoint when given; returns
+    ``(trainer, start iteration)``, start ``None`` for a fresh run."""
     from .core.trainer import Trainer, resume_path
 
     out.mkdir(parents=True, exist_ok=True)
     checkpoint = resume_path(resume) if resume else None
     trainer = Trainer(cfg, out)
-    start = 0
+    start = None
     if checkpoint is not None:
         start = trainer.load(checkpoint)
         print(f"resumed from {checkpoint} at iteration {start}", file=sys.stderr)
+    return trainer, start
+
+
+def run_training(trainer, start: int | None = None, progress: bool = True) -> int:
+    """Train ``trainer`` into its run directory (resumed at iteration ``start``, ``None``: fresh);
+    write the config, metrics and the plot."""
+    from .core.logging import JSONL_NAME, MetricsLogger, plot_learning_curves
+
+    cfg, out = trainer.cfg, trainer.out_dir
     cfg.save(out / "config.yaml")
     sinks = set(cfg.train.log)
     logger = MetricsLogger(out, console="console" in sinks, jsonl="jsonl" in sinks,
-                           tensorboard="tensorboard" in sinks,
-                           resume_step=start if checkpoint is not None else None)
+                           tensorboard="tensorboard" in sinks, resume_step=start)
     trainer.logger = logger
     try:
         trainer.train(progress=progress)

@@ -20,27 +20,58 @@ from pathlib import Path
 from .core.config import Config, ConfigError, apply_overrides, load_config
 
 
+class EvaluationError(RuntimeError):
+    """No evaluation episode could be graded (every verdict was an infrastructure error)."""
+
+
 def evaluate_run(cfg: Config, run_dir: Path | None, out: Path | None, greedy: bool | None = None) -> tuple[dict, Path]:
     """Evaluate ``cfg`` (adapters from ``run_dir``'s latest checkpoint, if any); write the bundle."""
-    import marft_envs
-    from leaderboard.schema import Bundle, write_bundle
+    return evaluate_trainer(*load_trainer(cfg, run_dir, out), run_dir, out, greedy)
 
+
+def load_trainer(cfg: Config, run_dir: Path | None, out: Path | None):
+    """The evaluated :class:`~baselines.core.trainer.Trainer` (environments and model resolved,
+    the run's latest checkpoint loaded) and that checkpoint (``None``: an untrained model)."""
     from .core.checkpoint import latest_checkpoint
     from .core.trainer import Trainer
-    from .methods import get_method
 
     scratch = run_dir if run_dir is not None else Path(out or ".").parent
     trainer = Trainer(cfg, scratch)
     checkpoint = latest_checkpoint(run_dir) if run_dir is not None else None
     if checkpoint is not None:
         trainer.load(checkpoint)
+    return trainer, checkpoint
+
+
+def evaluate_trainer(trainer, checkpoint: Path | None, run_dir: Path | None, out: Path | None,
+                     greedy: bool | None = None) -> tuple[dict, Path]:
+    """Play the evaluation set and write the bundle. Scores are over the gradable episodes;
+    infrastructure errors are counted (``infra_errors``), and with no gradable episode at all
+    :class:`EvaluationError` is raised and no bundle is written."""
+    import marft_envs
+    from leaderboard.schema import Bundle, write_bundle
+
+    from .core.trainer import eval_metrics
+    from .methods import get_method
+
+    cfg = trainer.cfg
     eval_set = trainer.eval_set()
-    episodes = trainer.play_eval(greedy=greedy)
-    trainer.close()
+    try:
+        episodes = trainer.play_eval(greedy=greedy)
+    finally:
+        trainer.close()
     env_id = eval_set.env_id
-    n = max(1, len(episodes))
-    metrics = {"score": sum(e.score for e in episodes) / n, "correct": sum(e.correct for e in episodes) / n,
-               "episodes": len(episodes), "checkpoint": str(checkpoint) if checkpoint else None}
+    m = eval_metrics(episodes, trainer.agents, prefix="eval")
+    metrics = {"score": m["eval/score"], "correct": m["eval/correct"], "episodes": len(episodes),
+               "infra_errors": int(m["eval/infra_errors"]),
+               "checkpoint": str(checkpoint) if checkpoint else None}
+    if metrics["infra_errors"] == len(episodes):
+        last = episodes[0].verdicts[-1] if episodes and episodes[0].verdicts else {}
+        first = last.get("reason", "")
+        raise EvaluationError(
+            f"all {len(episodes)} evaluation episodes on {env_id} ended in an infrastructure error "
+            f"(first: {first!r}): nothing could be graded, so no score and no bundle; fix the "
+            "verifier or sandbox and evaluate again")
     env = marft_envs.make(env_id, **eval_set.overrides)
     try:
         bundle = Bundle.from_episodes(
@@ -66,6 +97,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
     parser.add_argument("overrides", nargs="*", metavar="key=value")
     args = parser.parse_intermixed_args(argv)
+    if args.run_dir and "=" in args.run_dir and not Path(args.run_dir).exists():
+        # without a run directory the first key=value lands in the optional positional
+        args.overrides.insert(0, args.run_dir)
+        args.run_dir = None
     try:
         extra = list(args.overrides)
         if args.run_dir:
@@ -84,13 +119,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ConfigError("give a run directory, or --model and --env to evaluate an untrained model")
             run_dir = None
             cfg = load_config(args.method, None, [f"env.id={args.env}", f"model.name={args.model}"] + extra)
-        metrics, path = evaluate_run(cfg, run_dir, Path(args.out) if args.out else None,
-                                     greedy=False if args.sample else None)
-    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        out = Path(args.out) if args.out else None
+        trainer, checkpoint = load_trainer(cfg, run_dir, out)
+    except (ConfigError, FileNotFoundError, ValueError) as exc:  # usage errors only: setup
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        metrics, path = evaluate_trainer(trainer, checkpoint, run_dir, out,
+                                         greedy=False if args.sample else None)
+    except EvaluationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(f"score={metrics['score']:.4f} correct={metrics['correct']:.4f} episodes={metrics['episodes']} "
-          f"grader={metrics['grader_version']} checkpoint={metrics['checkpoint']}")
+          f"infra_errors={metrics['infra_errors']} grader={metrics['grader_version']} "
+          f"checkpoint={metrics['checkpoint']}")
+    if metrics["infra_errors"]:
+        print(f"warning: {metrics['infra_errors']} episode(s) ended in an infrastructure error; "
+              "the score is over the other episodes, and the leaderboard re-grades them",
+              file=sys.stderr)
     print(f"bundle: {path}")
     return 0
 

@@ -26,8 +26,27 @@ class Turn:
 
 
 @dataclass
+class FinalView:
+    """Where a truncated episode stopped: what a trainer bootstraps its value from.
+
+    ``agent`` (with its ``role``) would have acted next; ``state`` is ``env.state()`` there (a
+    centralized critic's input); ``messages[a]`` is what agent ``a`` would see on its next turn
+    (an own-observation critic's input), as chat messages.
+    """
+
+    agent: str
+    role: str
+    state: str
+    messages: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+
+
+@dataclass
 class Episode:
-    """A finished (or truncated) episode."""
+    """A finished (or truncated) episode.
+
+    ``final_view`` is set only when the episode was truncated (an outside limit stopped it), so
+    a trainer can bootstrap from where it stopped instead of treating it as finished.
+    """
 
     env_id: str | None
     task_id: str
@@ -41,6 +60,7 @@ class Episode:
     truncated: bool = False
     final_output: str = ""
     env_index: int | None = None  # which environment of a VectorFlexEnv played it
+    final_view: FinalView | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -21,7 +21,7 @@ from pettingzoo.utils import AgentSelector
 import tasks
 from tasks import Dataset, Task
 
-from .episode import Episode, Turn
+from .episode import Episode, FinalView, Turn
 from .prompts import chat_messages, prompt_text, transcript_text, user_text
 from .spaces import UnicodeText
 from .verdict import Verdict
@@ -322,19 +322,24 @@ class FlexMGEnv(AECEnv):
             self._finish(truncated=True)
         elif last_round or (self.stop_on_correct and verdict.correct):
             self._finish(truncated=False)
-        elif self.max_turns is not None and len(self._turns) >= self.max_turns:
-            self._finish(truncated=True)
         else:
-            self._feedbacks.append(
-                self.verifier.feedback(response, self.task, verdict, self.feedback_mode)
-                if self.feedback_mode != "none" else ""
-            )
-            self._past = self._past + tuple(dict(e) for e in self._history if e["round"] == self.round)
-            self._current = []
-            self.round += 1
-            self._version += 1
-            for a in self.agents:
-                self.infos[a]["round"] = self.round
+            self._next_round(response, verdict)
+            # cut by the turn limit after the transition, so the episode stops at the state the
+            # next round would start from (what a trainer bootstraps from)
+            if self.max_turns is not None and len(self._turns) >= self.max_turns:
+                self._finish(truncated=True)
+
+    def _next_round(self, response: str, verdict: Verdict) -> None:
+        self._feedbacks.append(
+            self.verifier.feedback(response, self.task, verdict, self.feedback_mode)
+            if self.feedback_mode != "none" else ""
+        )
+        self._past = self._past + tuple(dict(e) for e in self._history if e["round"] == self.round)
+        self._current = []
+        self.round += 1
+        self._version += 1
+        for a in self.agents:
+            self.infos[a]["round"] = self.round
 
     def _attributed(self, agent: str, answerer: str, score: float) -> float:
         if self.reward_to == "team":
@@ -372,7 +377,14 @@ class FlexMGEnv(AECEnv):
             infra_error=bool(last["infra_error"]) if last else False,
             truncated=self._truncated,
             final_output=answers[-1] if answers else "",
+            final_view=self._final_view() if self._truncated else None,
         )
+
+    def _final_view(self) -> FinalView:
+        """Where a truncated episode stopped (``agent_selection`` is the agent that acts next)."""
+        nxt = self.agent_selection
+        return FinalView(agent=nxt, role=self.workflow.roles[self._agent_index[nxt]].name,
+                         state=self.state(), messages={a: self.messages(a) for a in self.possible_agents})
 
     def render(self) -> str | None:
         if self.render_mode is None:

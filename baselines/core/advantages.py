@@ -18,7 +18,7 @@ environment attributed to that agent (``Turn.reward``, i.e. ``reward_to``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -34,15 +34,20 @@ def round_rewards(rollout: Rollout, episode: int) -> list[float]:
     return [by_round.get(r, 0.0) for r in range(rounds)]
 
 
-def _rows(rollout: Rollout, sequential: bool) -> list[list[tuple[int, int]]]:
-    """Rows of ``(episode, turn)`` keys in play order."""
-    rows = []
+RowKey = tuple[int, "str | None"]
+
+
+def row_keys(rollout: Rollout, sequential: bool) -> list[tuple[RowKey, list[tuple[int, int]]]]:
+    """The rows advantages are computed over, each with its key and ``(episode, turn)`` keys
+    in play order: ``(e, None)`` for a sequential row (the whole episode), ``(e, agent)`` for
+    an independent one (that agent's turns). A truncated row's bootstrap value is keyed so."""
+    rows: list[tuple[RowKey, list[tuple[int, int]]]] = []
     for e, turns in enumerate(rollout.turns):
         if sequential:
-            rows.append([(e, t.index) for t in turns])
+            rows.append(((e, None), [(e, t.index) for t in turns]))
         else:
             agents = list(dict.fromkeys(t.agent for t in turns))
-            rows.extend([(e, t.index) for t in turns if t.agent == a] for a in agents)
+            rows.extend(((e, a), [(e, t.index) for t in turns if t.agent == a]) for a in agents)
     return rows
 
 
@@ -63,18 +68,25 @@ def compute_advantages(
     lam: float,
     token_gamma: float = 1.0,
     token_lam: float = 1.0,
+    bootstrap: Mapping[RowKey, float] | None = None,
 ) -> tuple[dict[tuple[int, int], torch.Tensor], dict[tuple[int, int], torch.Tensor]]:
     """Advantages and returns for every turn ``(episode, index)``.
 
     ``values[key]`` is the critic's value: shape ``[1]`` (action level) or ``[n_tokens]``
     (token level). Returns ``(advantages, returns)`` keyed the same way; advantages are per
     token (``[n_tokens]``, an action-level advantage repeated), returns have the shape of values.
+
+    A terminated episode's last turn bootstraps from 0. A truncated one (``Episode.truncated``:
+    an outside limit stopped it) bootstraps from ``bootstrap[row key]`` (see :func:`row_keys`),
+    the critic's value where it stopped; a truncated row without one raises ``ValueError``.
     """
     adv_out: dict[tuple[int, int], torch.Tensor] = {}
     ret_out: dict[tuple[int, int], torch.Tensor] = {}
-    rows = _rows(rollout, sequential)
+    keyed = row_keys(rollout, sequential)
+    rows = [keys for _, keys in keyed]
     if not rows:
         return adv_out, ret_out
+    boot = torch.tensor([_bootstrap_of(rollout, key, bootstrap) for key, _ in keyed])
     width = max(len(r) for r in rows) if not token_level else max(
         sum(len(rollout.turns[e][i].action_ids) for e, i in r) for r in rows)
     n = len(rows)
@@ -106,11 +118,11 @@ def compute_advantages(
         spans.append(row_spans)
     if token_level:
         adv, ret = algos.token_level_gae(rewards, vals, mask, action_end, round_end, gamma, lam,
-                                         token_gamma, token_lam)
+                                         token_gamma, token_lam, bootstrap=boot)
     elif sequential:
-        adv, ret = algos.sequential_gae(rewards, vals, mask, round_end, gamma, lam)
+        adv, ret = algos.sequential_gae(rewards, vals, mask, round_end, gamma, lam, bootstrap=boot)
     else:
-        adv, ret = algos.independent_gae(rewards, vals, mask, gamma, lam)
+        adv, ret = algos.independent_gae(rewards, vals, mask, gamma, lam, bootstrap=boot)
     for b, row_spans in enumerate(spans):
         for key, col, length in row_spans:
             n_tokens = len(rollout.turns[key[0]][key[1]].action_ids)
@@ -118,6 +130,16 @@ def compute_advantages(
             adv_out[key] = a if token_level else a.expand(n_tokens).clone()
             ret_out[key] = ret[b, col:col + length].clone()
     return adv_out, ret_out
+
+
+def _bootstrap_of(rollout: Rollout, key: RowKey, bootstrap: Mapping[RowKey, float] | None) -> float:
+    if not rollout.episodes[key[0]].truncated:
+        return 0.0
+    if bootstrap is None or key not in bootstrap:
+        raise ValueError(f"episode {key[0]} (task {rollout.episodes[key[0]].task_id!r}) was "
+                         f"truncated but no bootstrap value was given for row {key}: pass the "
+                         "critic's value where it stopped")
+    return float(bootstrap[key])
 
 
 def whiten(advantages: dict, keys: Sequence) -> dict:

@@ -25,12 +25,15 @@ __all__ = [
     "check_finite",
     "clipped_value_loss",
     "entropy_bonus",
+    "explained_variance",
     "independent_gae",
     "kl_penalty",
     "masked_mean",
+    "masked_mean_std",
     "masked_sum",
     "masked_var",
     "masked_whiten",
+    "mean_kl",
     "ppo_policy_loss",
     "round_end_from_agents",
     "sequential_gae",
@@ -131,6 +134,40 @@ def masked_var(values: Tensor, mask: Tensor, unbiased: bool = True) -> Tensor:
     if int(n) < 2:
         return torch.zeros((), dtype=values.dtype, device=values.device)
     return sq / denom.to(values.dtype)
+
+
+def masked_mean_std(values: Tensor, mask: Tensor) -> tuple[float, float]:
+    """Mean and (Bessel-corrected) standard deviation of the real entries, as floats.
+
+    Args:
+        values: any shape ``S``.
+        mask: shape ``S``.
+
+    Returns:
+        ``(mean, std)``; ``(0.0, 0.0)`` with no real entry, std 0 with one.
+    """
+    m = _as_bool(mask, values)
+    return float(masked_mean(values, m)), float(masked_var(values, m).clamp(min=0).sqrt())
+
+
+def explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> float:
+    """``1 - Var(R - V) / Var(R)`` over real entries: how much of the returns the critic predicts.
+
+    1 is perfect, 0 is no better than predicting the mean, negative is worse than that.
+
+    Args:
+        values: critic values, any shape ``S``.
+        returns: their targets, shape ``S``.
+        mask: shape ``S``.
+
+    Returns:
+        A float; 0.0 when the returns have no variance (nothing to explain).
+    """
+    m = _as_bool(mask, values)
+    var_r = masked_var(returns, m)
+    if float(var_r) <= 0:
+        return 0.0
+    return float(1.0 - masked_var(returns - values, m) / var_r)
 
 
 def masked_whiten(
@@ -389,7 +426,8 @@ def ppo_policy_loss(
 
     Returns:
         ``(loss, stats)``; loss is a scalar; stats (floats): ``clipfrac`` (share of real
-        tokens where the clipped branch is active), ``approx_kl`` (mean old_logp - logp),
+        tokens where the clipped branch is active), ``kl_rollout`` (KL from the rollout
+        policy to the current one, :func:`mean_kl` with k3),
         ``ratio_mean``, ``ratio_max``.
     """
     eps_high = clip_eps if clip_eps_high is None else clip_eps_high
@@ -406,7 +444,7 @@ def ppo_policy_loss(
     with torch.no_grad():
         stats = {
             "clipfrac": float(masked_mean((clipped > unclipped).to(logp.dtype), m)),
-            "approx_kl": float(masked_mean(-log_ratio, m)),
+            "kl_rollout": float(mean_kl(old_logp.detach(), logp.detach(), m)),
             "ratio_mean": float(masked_mean(ratio, m)),
             "ratio_max": float(torch.where(m, ratio, zero).max()) if m.any() else 0.0,
         }
@@ -433,8 +471,8 @@ def clipped_value_loss(
         clip_eps: value clip range, or None.
 
     Returns:
-        ``(loss, stats)``; stats: ``vf_clipfrac``, ``value_mean``, ``return_mean``,
-        ``explained_variance``.
+        ``(loss, stats)``; stats: ``vf_clipfrac``, ``value_mean``, ``return_mean`` (the
+        critic's explained variance is :func:`explained_variance` over the whole batch).
     """
     m = _as_bool(mask, values)
     zero = torch.zeros((), dtype=values.dtype, device=values.device)
@@ -452,13 +490,10 @@ def clipped_value_loss(
         clipfrac = masked_mean((err_clip > err).to(values.dtype), m)
     loss = 0.5 * masked_mean(per, m)
     with torch.no_grad():
-        var_r = masked_var(target, m)
-        ev = 1.0 - masked_var(target - v, m) / var_r if float(var_r) > 0 else torch.tensor(0.0)
         stats = {
             "vf_clipfrac": float(clipfrac),
             "value_mean": float(masked_mean(v, m)),
             "return_mean": float(masked_mean(target, m)),
-            "explained_variance": float(ev),
         }
     return loss, stats
 
@@ -502,3 +537,27 @@ def kl_penalty(
         # clamp keeps exp() finite when the policy drifted far from the reference
         return torch.exp(torch.clamp(-d, max=20.0)) - 1.0 + d
     raise ValueError(f"unknown KL estimator {kind!r}; valid: 'k1', 'k2', 'k3'")
+
+
+def mean_kl(logp: Tensor, other_logp: Tensor, mask: Tensor,
+            kind: Literal["k1", "k2", "k3"] = "k3") -> Tensor:
+    """Mean over real tokens of :func:`kl_penalty`: KL(policy || other), estimated from tokens
+    sampled from ``policy``.
+
+    The trainer's ``kl_rollout`` is ``mean_kl(rollout_logp, current_logp)`` and ``kl_ref``
+    ``mean_kl(rollout_logp, reference_logp)`` (the tokens were sampled by the rollout policy).
+
+    Args:
+        logp: ``[B, T]`` log-probabilities of the sampled tokens under the sampling policy.
+        other_logp: ``[B, T]`` the same under the other policy.
+        mask: ``[B, T]``.
+        kind: the estimator (k3: unbiased and >= 0).
+
+    Returns:
+        Scalar.
+    """
+    m = _as_bool(mask, logp)
+    zero = torch.zeros((), dtype=logp.dtype, device=logp.device)
+    # padding may hold anything: compare real entries only
+    return masked_mean(kl_penalty(torch.where(m, logp, zero), torch.where(m, other_logp, zero),
+                                  kind), m)

@@ -29,8 +29,8 @@ import torch
 
 import marft_envs
 
-from . import algos
-from .advantages import compute_advantages, whiten
+from . import algos, diagnostics
+from .advantages import RowKey, compute_advantages, whiten
 from .checkpoint import (
     capture_rng_state,
     latest_checkpoint,
@@ -136,7 +136,7 @@ class Trainer:
     """Builds the model, adapters, critics, optimisers and environments of a run, and trains.
 
     Args:
-        cfg: a validated :class:`Config` (``env.id`` required).
+        cfg: a :class:`Config` (``env.id`` required); validated here (:class:`ConfigError`).
         out_dir: run directory (config, metrics, checkpoints, plots).
         base: an already loaded ``(model, tokenizer)`` to use instead of ``cfg.model.name``.
         logger: object with ``log(step, metrics)`` and ``close()``; ``None`` keeps metrics in
@@ -146,6 +146,7 @@ class Trainer:
     def __init__(self, cfg: Config, out_dir: str | Path, base=None, logger=None):
         from ..methods import get_method
 
+        cfg.validate()
         self.cfg = cfg
         self.out_dir = Path(out_dir)
         self.method = get_method(cfg.algo.method)
@@ -245,19 +246,24 @@ class Trainer:
         t_start = time.perf_counter()
         self._set_training(False)
         sampling = SamplingSpec(cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=False)
+        # infrastructure-error episodes are dropped (and counted) by collect, never trained on
         rollout = collect(self.venv, self.generator, self.method.policy_adapter,
                           cfg.train.episodes_per_iteration, sampling, seed=self.data_seed(it))
-        # an infrastructure error is not the policy's fault: such episodes are not trained on
-        samples = [s for s in rollout.flat() if not rollout.episodes[s.episode].infra_error]
+        samples = rollout.flat()
         t_scored = time.perf_counter()
         old_logp, ref_logp = self._score_policy(samples)
         critic_ids = self._critic_prompts(samples)
         old_values = self._score_values(samples, critic_ids)
+        bootstrap = self._bootstrap_values(rollout)
         t_model = time.perf_counter() - t_scored
         adv, ret = compute_advantages(
             rollout, old_values, sequential=self.method.sequential, token_level=a.level == "token",
-            gamma=a.gamma, lam=a.lam, token_gamma=a.token_gamma, token_lam=a.token_lam)
+            gamma=a.gamma, lam=a.lam, token_gamma=a.token_gamma, token_lam=a.token_lam,
+            bootstrap=bootstrap)
         keys = [(s.episode, s.index) for s in samples]
+        metrics = self._rollout_metrics(rollout, samples)
+        metrics.update(
+            self._scoring_metrics(rollout, samples, old_logp, ref_logp, adv, old_values, ret))
         if a.normalize_advantages:
             adv = whiten(adv, keys)
         for k in keys:
@@ -267,7 +273,6 @@ class Trainer:
         t_update = time.perf_counter()
         trained = self.agents_to_train(it)
         generator = torch.Generator().manual_seed(cfg.train.seed * 1_000_003 + it)
-        metrics = self._rollout_metrics(rollout, samples)
         metrics.update(self._update_policies(samples, trained, old_logp, ref_logp, adv, generator))
         metrics.update(self._update_critics(samples, critic_ids, old_values, ret, generator))
         self.sync_generator()
@@ -308,17 +313,11 @@ class Trainer:
     def evaluate(self, episodes: int | None = None, greedy: bool | None = None,
                  prefix: str = "eval") -> dict[str, float]:
         """Play ``env.eval_episodes`` evaluation episodes; metrics ``<prefix>/score`` etc.
+        (:func:`eval_metrics`: infrastructure errors are counted, not scored).
 
         Runs under a forked RNG so evaluating never changes what training does next.
         """
-        eps = self.play_eval(episodes, greedy)
-        n = max(1, len(eps))
-        out = {f"{prefix}/score": sum(e.score for e in eps) / n,
-               f"{prefix}/correct": sum(e.correct for e in eps) / n,
-               f"{prefix}/episodes": float(len(eps))}
-        for agent in self.agents:
-            out[f"{prefix}/agent/{agent}/return"] = sum(e.returns.get(agent, 0.0) for e in eps) / n
-        return out
+        return eval_metrics(self.play_eval(episodes, greedy), self.agents, prefix)
 
     def eval_set(self, episodes: int | None = None, seed: int = EVAL_SEED) -> EvalSet:
         """What an evaluation plays: every seed times the first ``size`` tasks of the evaluation
@@ -446,9 +445,8 @@ class Trainer:
             group = [s for s in samples if self.method.policy_adapter(s.agent) == adapter]
             for i in range(0, len(group), size):
                 chunk = group[i:i + size]
+                # the reference pass runs even without a KL penalty: kl_ref is always logged
                 for which, store in ((adapter, old), (None, ref)):
-                    if which is None and self.cfg.algo.kl_coef <= 0:
-                        continue
                     logp, _, mask = self._forward_policy(which, chunk)
                     for s, row, m in zip(chunk, logp.cpu(), mask.cpu()):
                         store[(s.episode, s.index)] = row[m]
@@ -467,6 +465,40 @@ class Trainer:
                                [s.action_ids if token else [] for s in samples], self.pad_id).to(self.device)
         values = self.critics.values(name, batch)
         return values if token else values[:, :1]
+
+    @torch.no_grad()
+    def _bootstrap_values(self, rollout: Rollout) -> dict[RowKey, float]:
+        """The critic's value where each truncated episode stopped (``Episode.final_view``),
+        keyed by advantage row (:func:`~baselines.core.advantages.row_keys`)."""
+        wanted: list[tuple[RowKey, str, list[dict]]] = []  # (row, critic, critic input messages)
+        for e, (episode, turns) in enumerate(zip(rollout.episodes, rollout.turns)):
+            view = episode.final_view
+            if not episode.truncated:
+                continue
+            if view is None:
+                raise ValueError(f"episode {e} (task {episode.task_id!r}) is truncated but has no "
+                                 "final_view to bootstrap from: is the environment a FlexMGEnv?")
+            if self.method.sequential:
+                rows = [((e, None), view.agent, view.role)]
+            else:
+                roles = {t.agent: t.role for t in turns}
+                rows = [((e, agent), agent, role) for agent, role in roles.items()]
+            for key, agent, role in rows:
+                messages = (centralized_messages(view.state, agent, role)
+                            if self.method.critic_kind == CENTRALIZED else view.messages[agent])
+                wanted.append((key, self.method.critic_name(agent), messages))
+        out: dict[RowKey, float] = {}
+        size = self.cfg.algo.minibatch_size
+        for name in self.critic_names:
+            group = [w for w in wanted if w[1] == name]
+            for i in range(0, len(group), size):
+                chunk = group[i:i + size]
+                ids = render_prompts(self.critic_model.tokenizer, [m for _, _, m in chunk],
+                                     self.cfg.model.max_prompt_tokens)
+                batch = pack_sequences(ids, [[] for _ in ids], self.pad_id).to(self.device)
+                values = self.critics.values(name, batch)[:, 0].cpu()
+                out.update({key: float(v) for (key, _, _), v in zip(chunk, values)})
+        return out
 
     @torch.no_grad()
     def _score_values(self, samples, critic_ids) -> dict[tuple[int, int], torch.Tensor]:
@@ -503,6 +535,16 @@ class Trainer:
                 st["grad_norm"] = float(norm)
         return stats
 
+    @staticmethod
+    def _mean_stats(prefix: str, stats: list[dict[str, float]]) -> dict[str, float]:
+        """Each stat averaged over the minibatches that report it (``grad_norm`` only comes
+        with the minibatch that ends an accumulation)."""
+        out = {}
+        for k in dict.fromkeys(k for st in stats for k in st):
+            vals = [st[k] for st in stats if k in st]
+            out[f"{prefix}/{k}"] = sum(vals) / len(vals)
+        return out
+
     def _update_policies(self, samples, trained, old_logp, ref_logp, adv, generator) -> dict[str, float]:
         a = self.cfg.algo
         metrics: dict[str, float] = {}
@@ -534,9 +576,7 @@ class Trainer:
             stats = []
             for _ in range(a.ppo_epochs):
                 stats += self._optimise(f"policy/{adapter}", _minibatches(idx, a.minibatch_size, generator), loss_fn)
-            for k in stats[0]:
-                vals = [s[k] for s in stats if k in s]
-                metrics[f"agent/{adapter}/{k}"] = sum(vals) / len(vals)
+            metrics.update(self._mean_stats(f"agent/{adapter}", stats))
             metrics[f"agent/{adapter}/lr"] = self.schedulers[f"policy/{adapter}"].get_last_lr()[0]
         return metrics
 
@@ -566,26 +606,84 @@ class Trainer:
             stats = []
             for _ in range(a.ppo_epochs):
                 stats += self._optimise(f"critic/{name}", _minibatches(idx, a.minibatch_size, generator), loss_fn)
-            for k in stats[0]:
-                vals = [s[k] for s in stats if k in s]
-                metrics[f"critic/{name}/{k}"] = sum(vals) / len(vals)
+            metrics.update(self._mean_stats(f"critic/{name}", stats))
         return metrics
 
     def _rollout_metrics(self, rollout: Rollout, samples: list[TurnSample]) -> dict[str, float]:
+        """What was played: scores, dropped infrastructure errors, lengths, truncations."""
         eps = rollout.episodes
         n = max(1, len(eps))
+        infra = rollout.stats.get("infra_errors", 0.0)
         out = {
             "train/score": sum(e.score for e in eps) / n,
             "train/correct": sum(e.correct for e in eps) / n,
-            "train/infra_errors": float(sum(e.infra_error for e in eps)),
+            "train/episodes": float(len(eps)),
+            "train/infra_errors": infra,
+            "train/infra_error_rate": infra / max(1.0, infra + len(eps)),
+            "train/truncated_episodes": sum(e.truncated for e in eps) / n,
+            "train/rounds_per_episode": sum(t[-1].round + 1 for t in rollout.turns if t) / n,
             "train/turns_per_episode": len(samples) / n,
+            "train/batch_size_per_generate": rollout.stats.get("mean_batch_size", 0.0),
         }
         for agent in self.agents:
             mine = [s for s in samples if s.agent == agent]
             if mine:
                 out[f"agent/{agent}/reward"] = sum(s.reward for s in mine) / len(mine)
                 out[f"agent/{agent}/response_tokens"] = sum(len(s.action_ids) for s in mine) / len(mine)
+                out[f"agent/{agent}/truncated_frac"] = sum(s.truncated for s in mine) / len(mine)
+        found = diagnostics.answer_in_predecessors(rollout)
+        if "any" in found:
+            out["collab/answer_in_predecessor"] = found.pop("any")
+        out.update({f"agent/{a}/answer_in_message": v for a, v in found.items()})
         return out
+
+    def _scoring_metrics(self, rollout, samples, old_logp, ref_logp, adv, values, returns
+                         ) -> dict[str, float]:
+        """Per agent: KL of the rollout policy to the reference, raw advantage mean/std, the
+        centralized critic's value change when the agent acts; per critic: explained variance
+        of the rollout-time values."""
+        out: dict[str, float] = {}
+        for agent in self.agents:
+            keys = [(s.episode, s.index) for s in samples if s.agent == agent]
+            if not keys:
+                continue
+            old = torch.cat([old_logp[k] for k in keys])
+            ones = torch.ones_like(old, dtype=torch.bool)
+            ref = torch.cat([ref_logp[k] for k in keys])
+            out[f"agent/{agent}/kl_ref"] = float(algos.mean_kl(old, ref, ones))
+            mean, std = algos.masked_mean_std(torch.cat([adv[k] for k in keys]), ones)
+            out[f"agent/{agent}/adv_mean"], out[f"agent/{agent}/adv_std"] = mean, std
+        if self.method.critic_kind == CENTRALIZED:
+            out.update({f"agent/{a}/value_change": v
+                        for a, v in diagnostics.value_change(rollout, values).items()})
+        for name in self.critic_names:
+            keys = [(s.episode, s.index) for s in samples
+                    if self.method.critic_name(s.agent) == name]
+            if keys:
+                v, r = torch.cat([values[k] for k in keys]), torch.cat([returns[k] for k in keys])
+                out[f"critic/{name}/explained_variance"] = algos.explained_variance(
+                    v, r, torch.ones_like(v, dtype=torch.bool))
+        return out
+
+
+def eval_metrics(episodes: Sequence[marft_envs.Episode], agents: Sequence[str],
+                 prefix: str = "eval") -> dict[str, float]:
+    """Scores of evaluation episodes over the gradable ones only: an infrastructure-error episode
+    is counted (``<prefix>/infra_errors``), never scored as a wrong answer. With no gradable
+    episode the scores are NaN (logged as null), not 0."""
+    graded = [e for e in episodes if not e.infra_error]
+    n = len(graded)
+
+    def mean(xs) -> float:
+        return sum(xs) / n if n else float("nan")
+
+    out = {f"{prefix}/score": mean(e.score for e in graded),
+           f"{prefix}/correct": mean(e.correct for e in graded),
+           f"{prefix}/episodes": float(len(episodes)),
+           f"{prefix}/infra_errors": float(len(episodes) - n)}
+    for agent in agents:
+        out[f"{prefix}/agent/{agent}/return"] = mean(e.returns.get(agent, 0.0) for e in graded)
+    return out
 
 
 def resume_path(path: str | Path) -> Path:

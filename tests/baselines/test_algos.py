@@ -14,12 +14,15 @@ from baselines.core.algos import (
     check_finite,
     clipped_value_loss,
     entropy_bonus,
+    explained_variance,
     independent_gae,
     kl_penalty,
     masked_mean,
+    masked_mean_std,
     masked_sum,
     masked_var,
     masked_whiten,
+    mean_kl,
     ppo_policy_loss,
     round_end_from_agents,
     sequential_gae,
@@ -282,7 +285,7 @@ def test_ppo_policy_loss_unclipped_equals_minus_advantage_weighted_ratio():
     adv = T([[1.0, -2.0]])
     loss, stats = ppo_policy_loss(logp, old, adv, torch.ones(1, 2), 0.2)
     assert close(loss, (-1.0 + 2.0) / 2)
-    assert stats["clipfrac"] == 0.0 and abs(stats["approx_kl"]) < 1e-7
+    assert stats["clipfrac"] == 0.0 and abs(stats["kl_rollout"]) < 1e-7
     loss.backward()
     # d/dlogp of -A * exp(logp - old) at ratio 1 is -A, averaged over 2 tokens
     assert close(logp.grad, [[-0.5, 1.0]])
@@ -401,3 +404,32 @@ def test_check_finite_passes_through_and_names_the_culprit():
         check_finite("agent/actor_1/policy_loss", T([float("nan"), 1.0]))
     with pytest.raises(FloatingPointError, match="1 inf"):
         check_finite("x", T([float("inf")]))
+
+
+# ---------------------------------------------------------------- run-health metrics
+
+
+def test_explained_variance_perfect_mean_and_worse_critics():
+    ret = T([[1.0, 2.0, 3.0, 99.0]])
+    mask = T([[1, 1, 1, 0]])
+    assert close(explained_variance(ret.clone(), ret, mask), 1.0)  # padding is ignored
+    assert close(explained_variance(torch.full_like(ret, 2.0), ret, mask), 0.0)  # the mean
+    # errors (-1, 1, -1): Var = 4/3 against Var(R) = 1
+    assert close(explained_variance(T([[2.0, 1.0, 4.0, 0.0]]), ret, mask), 1 - 4 / 3)
+    assert explained_variance(T([[0.0, 5.0]]), T([[1.0, 1.0]]), torch.ones(1, 2)) == 0.0
+
+
+def test_masked_mean_std_uses_real_entries_only():
+    mean, std = masked_mean_std(T([1.0, 3.0, 1e9]), T([1, 1, 0]))
+    assert close(mean, 2.0) and close(std, math.sqrt(2.0))
+    assert masked_mean_std(T([5.0]), T([1])) == (5.0, 0.0)
+
+
+def test_mean_kl_is_zero_for_the_same_policy_and_matches_k3_by_hand():
+    logp = T([[-1.0, -2.0, float("nan")]])
+    mask = T([[1, 1, 0]])
+    assert float(mean_kl(logp, logp, mask)) == 0.0  # NaN padding does not leak
+    other = T([[-1.5, -1.0, 0.0]])
+    d = torch.tensor([0.5, -1.0])  # logp - other on the real tokens
+    assert close(mean_kl(logp, other, mask), float((torch.exp(-d) - 1 + d).mean()))
+    assert float(mean_kl(logp, other, mask)) >= 0.0

@@ -103,3 +103,109 @@ def test_token_values_must_match_token_count():
     values = {(t.episode, t.index): torch.zeros(7) for t in ro.flat()}
     with pytest.raises(ValueError, match="token values"):
         compute_advantages(ro, values, sequential=True, token_level=True, gamma=1.0, lam=1.0)
+
+
+def _solve_a_only(adapter, conv):
+    """The sender relays the key; the receiver answers right only when the key is A."""
+    user = conv[-1]["content"]
+    if adapter == "sender_0":
+        return user.split("## Problem\n")[1][0]
+    return "A" if "[sender_0]\nA" in user else "wrong"
+
+
+def test_batch_is_the_first_episodes_to_start_not_the_first_to_finish():
+    # horizon 3, verdict feedback: key A is solved in round 1, key B plays all 3 rounds
+    env_id = register_relay("relay-AB-h3", keys="AB")
+    venv = marft_envs.make_vec(env_id, num_envs=32, seed=0, horizon=3, feedback="verdict")
+    short_in_batch, short_started = [], []
+    for seed in range(0, 400, 40):
+        ro = collect(venv, ScriptedGenerator(_solve_a_only), lambda a: a, 48, SamplingSpec(1), seed=seed)
+        assert len(ro.episodes) == 48 and all(ep.turns for ep in ro.episodes)
+        rounds = [max(t.round for t in turns) + 1 for turns in ro.turns]
+        assert set(rounds) == {1, 3}  # every episode was played to its end
+        short_in_batch += [ep.task_id == "relay-A" for ep in ro.episodes]
+        # started but never played: the environments' current episodes beyond the first 48
+        short_started += short_in_batch[-48:] + [env.task.id == "relay-A" for env in venv.envs]
+    frac_batch = sum(short_in_batch) / len(short_in_batch)
+    frac_started = sum(short_started) / len(short_started)
+    # the first-to-finish rule gave ~0.71 here (benchmarks/bench_rollout_bias.py)
+    assert abs(frac_batch - frac_started) < 0.05, (frac_batch, frac_started)
+
+
+def test_episodes_come_in_start_order_and_replay_identically():
+    env_id = register_relay("relay-AB-h3", keys="AB")
+    venv = marft_envs.make_vec(env_id, num_envs=4, seed=0, horizon=3, feedback="verdict")
+    ro = collect(venv, ScriptedGenerator(_solve_a_only), lambda a: a, 10, SamplingSpec(1), seed=7)
+    # environment i starts episode i; each environment's episodes keep their own order
+    assert [ep.env_index for ep in ro.episodes[:4]] == [0, 1, 2, 3]
+    again = collect(venv, ScriptedGenerator(_solve_a_only), lambda a: a, 10, SamplingSpec(1), seed=7)
+    assert [(e.env_index, e.task_id) for e in again.episodes] == [(e.env_index, e.task_id) for e in ro.episodes]
+    assert [t.index for t in ro.turns[3]] == list(range(len(ro.turns[3])))
+    assert all(t.episode == e for e, turns in enumerate(ro.turns) for t in turns)
+
+
+class TruncatingGenerator(ScriptedGenerator):
+    """Marks every second response as cut at max_new_tokens."""
+
+    def generate(self, adapter, conversations, sampling):
+        out = super().generate(adapter, conversations, sampling)
+        out.truncated = [k % 2 == 0 for k in range(len(out.texts))]
+        return out
+
+
+def test_generation_truncation_and_rollout_stats_reach_the_rollout():
+    env_id = register_relay()
+    venv = marft_envs.make_vec(env_id, num_envs=4, seed=0)
+    ro = collect(venv, TruncatingGenerator(lambda a, c: "A"), lambda a: a, 6, SamplingSpec(1), seed=0)
+    flat = ro.flat()
+    assert [t.truncated for t in ro.turns[0]] == [True, True]  # env 0 is first in both batches
+    assert ro.stats["truncated_turns"] == sum(t.truncated for t in flat) > 0
+    assert ro.stats["episodes"] == 6 and ro.stats["turns"] == 12 and ro.stats["infra_errors"] == 0
+    assert ro.stats["generate_calls"] >= 4 and 1 <= ro.stats["mean_batch_size"] <= 4
+
+
+def test_infra_error_episodes_are_dropped_and_counted(infra_env):
+    from baselines.core.rollout import InfraErrorRollout
+
+    some = infra_env(["1", ""], "infra-some-2agent")
+    venv = marft_envs.make_vec(some, num_envs=4, seed=0)
+    ro = collect(venv, ScriptedGenerator(lambda a, c: "1"), lambda a: a, 12, SamplingSpec(1), seed=0)
+    assert not any(ep.infra_error for ep in ro.episodes)
+    assert ro.stats["infra_errors"] > 0 and ro.stats["infra_errors"] + len(ro.episodes) == 12
+    assert all(turns[0].episode == e for e, turns in enumerate(ro.turns))  # renumbered densely
+    values = {(t.episode, t.index): torch.zeros(1) for t in ro.flat()}
+    adv, _ = compute_advantages(ro, values, sequential=True, token_level=False, gamma=1.0, lam=1.0)
+    assert set(adv) == set(values)
+
+    every = infra_env(["", ""], "infra-all-2agent")
+    venv = marft_envs.make_vec(every, num_envs=4, seed=0)
+    with pytest.raises(InfraErrorRollout, match="all 6 episodes ended in an infrastructure error"):
+        collect(venv, ScriptedGenerator(lambda a, c: "1"), lambda a: a, 6, SamplingSpec(1), seed=0)
+
+
+def _truncated_rollout(truncated):
+    ro = _rollout([2], rewards=[[0.0, 1.0]])
+    ro.episodes[0].truncated = truncated
+    return ro
+
+
+def test_truncated_episode_bootstraps_from_the_critic_terminated_does_not():
+    # 2 agents x 2 rounds, rewards 0 then 1 at the round ends, V = 0.1 .. 0.4, gamma 0.5, lam 1
+    values = {(0, i): torch.tensor([0.1 * (i + 1)]) for i in range(4)}
+    kw = {"sequential": True, "token_level": False, "gamma": 0.5, "lam": 1.0}
+    _, ret = compute_advantages(_truncated_rollout(False), values, **kw)
+    assert [round(float(ret[(0, i)]), 6) for i in range(4)] == [0.5, 0.5, 1.0, 1.0]
+    with pytest.raises(ValueError, match="truncated but no bootstrap"):
+        compute_advantages(_truncated_rollout(True), values, **kw)
+    # bootstrap V=0.8 after the last turn (a round end, discount 0.5): R_3 = 1 + 0.5 * 0.8
+    _, ret = compute_advantages(_truncated_rollout(True), values, bootstrap={(0, None): 0.8}, **kw)
+    assert [round(float(ret[(0, i)]), 6) for i in range(4)] == [0.7, 0.7, 1.4, 1.4]
+    # independent rows (IPPO): each agent's own row bootstraps from its own value
+    _, ret = compute_advantages(_truncated_rollout(True), values, sequential=False, token_level=False,
+                                gamma=0.5, lam=1.0, bootstrap={(0, "ag_0"): 0.2, (0, "ag_1"): 0.6})
+    assert [round(float(ret[(0, i)]), 6) for i in range(4)] == [0.55, 0.65, 1.1, 1.3]
+    # token level: the bootstrap enters after the last token of the last action
+    tok = {(0, i): torch.full((i % 2 + 1,), 0.1 * (i + 1)) for i in range(4)}
+    _, ret = compute_advantages(_truncated_rollout(True), tok, sequential=True, token_level=True,
+                                gamma=0.5, lam=1.0, bootstrap={(0, None): 0.8})
+    assert [round(float(ret[(0, i)][0]), 6) for i in range(4)] == [0.7, 0.7, 1.4, 1.4]

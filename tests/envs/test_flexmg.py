@@ -91,6 +91,24 @@ def test_max_turns_truncates():
     assert ep.truncated and len(ep.turns) == 4
 
 
+def test_a_truncated_episode_records_where_it_stopped():
+    # cut mid-round: the next agent is the round's next one, its view shows the predecessors
+    env = marft_envs.make("arith-3agent", horizon=2, max_turns=4)
+    ep = play_episode(env, lambda e, a, o: "\\boxed{999999}", seed=0)
+    view = ep.final_view
+    assert view.agent == "actor_1" and view.role == "actor"
+    assert "999999" in view.state and set(view.messages) == set(env.possible_agents)
+    assert "[reasoner_0]" in view.messages["actor_1"][-1]["content"]
+    # cut at a round's end: the next round's first agent, with the round's feedback in view
+    env = marft_envs.make("arith-2agent", horizon=3, max_turns=2, feedback="verdict")
+    ep = play_episode(env, lambda e, a, o: "\\boxed{999999}", seed=0)
+    assert ep.truncated and ep.final_view.agent == "reasoner_0"
+    assert "incorrect" in ep.final_view.messages["reasoner_0"][-1]["content"].lower()
+    # a finished episode has none
+    ep = play_episode(marft_envs.make("arith-2agent"), lambda e, a, o: "x", seed=0)
+    assert not ep.truncated and ep.final_view is None
+
+
 def test_infos_carry_the_verdict():
     env = marft_envs.make("arith-2agent")
     env.reset(seed=0)
