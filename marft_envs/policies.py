@@ -7,7 +7,8 @@ from ``env.unwrapped.task``: it exists to exercise the plumbing, not to be fair.
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 ScriptedPolicy = Callable[[Any, str, dict[str, Any]], str]
 

@@ -18,5 +18,13 @@ from .client import MarftEnvClient
 from .environment import SERVER_POLICIES, MarftEnvironment
 from .models import MarftAction, MarftObservation, MarftState
 
-__all__ = ["MarftAction", "MarftEnvClient", "MarftEnvironment", "MarftObservation", "MarftState",
-           "SERVER_POLICIES", "create_server_app", "serve"]
+__all__ = [
+    "SERVER_POLICIES",
+    "MarftAction",
+    "MarftEnvClient",
+    "MarftEnvironment",
+    "MarftObservation",
+    "MarftState",
+    "create_server_app",
+    "serve",
+]

@@ -13,8 +13,9 @@ from .environment import MarftEnvironment
 from .models import MarftAction, MarftObservation, MarftState
 
 
-def create_server_app(env_id: str, *, max_sessions: int = 64, session_timeout_s: float | None = None,
-                      **overrides: Any) -> Any:
+def create_server_app(
+    env_id: str, *, max_sessions: int = 64, session_timeout_s: float | None = None, **overrides: Any
+) -> Any:
     """A FastAPI app serving ``env_id`` (with ``make()`` overrides) through OpenEnv.
 
     Each WebSocket connection (``/ws``) is one session with its own environment; at most
@@ -28,22 +29,40 @@ def create_server_app(env_id: str, *, max_sessions: int = 64, session_timeout_s:
     from openenv.core.env_server.types import ConcurrencyConfig
 
     factory = functools.partial(MarftEnvironment, env_id, overrides)
-    return create_app(factory, MarftAction, MarftObservation, env_name=env_id, state_cls=MarftState,
-                      concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions,
-                                                           session_timeout=session_timeout_s))
+    return create_app(
+        factory,
+        MarftAction,
+        MarftObservation,
+        env_name=env_id,
+        state_cls=MarftState,
+        concurrency_config=ConcurrencyConfig(
+            max_concurrent_envs=max_sessions, session_timeout=session_timeout_s
+        ),
+    )
 
 
-def serve(env_id: str, *, host: str = "127.0.0.1", port: int = 8000, max_sessions: int = 64,
-          session_timeout_s: float | None = None, log_level: str = "info", **overrides: Any) -> None:
+def serve(
+    env_id: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_sessions: int = 64,
+    session_timeout_s: float | None = None,
+    log_level: str = "info",
+    **overrides: Any,
+) -> None:
     """Run the server in this process until interrupted (uvicorn)."""
     import uvicorn
 
-    app = create_server_app(env_id, max_sessions=max_sessions, session_timeout_s=session_timeout_s,
-                            **overrides)
+    app = create_server_app(
+        env_id, max_sessions=max_sessions, session_timeout_s=session_timeout_s, **overrides
+    )
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
 def app_from_environ() -> Any:
     """The app named by ``MARFT_ENV_ID`` and ``MARFT_MAX_SESSIONS`` (for uvicorn and openenv.yaml)."""
-    return create_server_app(os.environ.get("MARFT_ENV_ID", "arith-3agent"),
-                             max_sessions=int(os.environ.get("MARFT_MAX_SESSIONS", "64")))
+    return create_server_app(
+        os.environ.get("MARFT_ENV_ID", "arith-3agent"),
+        max_sessions=int(os.environ.get("MARFT_MAX_SESSIONS", "64")),
+    )

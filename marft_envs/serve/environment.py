@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
@@ -42,9 +43,15 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
 
     # -- OpenEnv interface ---------------------------------------------------------------------
 
-    def reset(self, seed: int | None = None, episode_id: str | None = None, task_id: str | None = None,
-              seats: Sequence[str] | None = None, others: str | None = None,
-              **kwargs: Any) -> MarftObservation:
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        task_id: str | None = None,
+        seats: Sequence[str] | None = None,
+        others: str | None = None,
+        **kwargs: Any,
+    ) -> MarftObservation:
         if kwargs:
             raise ValueError(f"unknown reset field(s) {sorted(kwargs)}; valid: {list(RESET_KEYS)}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
@@ -52,8 +59,12 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         seats = list(self.agents if seats is None else seats)
         unknown = [s for s in seats if s not in self.agents]
         if not seats or unknown or len(set(seats)) != len(seats):
-            raise ValueError(f"seats must be a non-empty list of distinct agents of {self.agents}, got {seats!r}")
-        policies = resolve_others([a for a in self.agents if a not in seats], others, names=SERVER_POLICIES)
+            raise ValueError(
+                f"seats must be a non-empty list of distinct agents of {self.agents}, got {seats!r}"
+            )
+        policies = resolve_others(
+            [a for a in self.agents if a not in seats], others, names=SERVER_POLICIES
+        )
         u = self.env.unwrapped
         if task_id is not None:
             try:
@@ -68,19 +79,25 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         played = advance(self.env, self.policies, rewards)
         return self._observation(rewards, played, note=None)
 
-    def step(self, action: MarftAction, timeout_s: float | None = None, **kwargs: Any) -> MarftObservation:
+    def step(
+        self, action: MarftAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> MarftObservation:
         if self.episode_id is None:
             raise ValueError("step() before reset(): send a reset message first")
         if episode_over(self.env):
-            raise ValueError("the episode is over (done=true): send a reset message to start another")
+            raise ValueError(
+                "the episode is over (done=true): send a reset message to start another"
+            )
         agent = self.env.agent_selection
         if action.agent != agent:
             who = "the client" if agent in self.seats else f"the server (policy {self.others!r})"
             raise ValueError(f"it is {agent!r}'s turn (played by {who}), not {action.agent!r}")
         limit = self.env.unwrapped.max_action_chars
         if len(action.text) > limit:
-            raise ValueError(f"action text is {len(action.text):,} characters; this environment takes at "
-                             f"most {limit:,} (make() override max_action_chars)")
+            raise ValueError(
+                f"action text is {len(action.text):,} characters; this environment takes at "
+                f"most {limit:,} (make() override max_action_chars)"
+            )
         self.env.step(action.text)
         self.step_count += 1
         rewards = dict(self.env.rewards)
@@ -94,24 +111,42 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         over = episode_over(self.env) if self.episode_id else True
         ep = u.episode() if u.task else None
         verdicts = [deterministic_verdict(v) for v in ep.verdicts] if ep else []
-        return MarftState(episode_id=self.episode_id, step_count=self.step_count, env_id=self.env_id,
-                          task_id=ep.task_id if ep else None, seed=ep.seed if ep else None,
-                          agent=None if over else self.env.agent_selection, done=over, seats=self.seats,
-                          transcript=u.state() if u.task else "", verdicts=verdicts)
+        return MarftState(
+            episode_id=self.episode_id,
+            step_count=self.step_count,
+            env_id=self.env_id,
+            task_id=ep.task_id if ep else None,
+            seed=ep.seed if ep else None,
+            agent=None if over else self.env.agent_selection,
+            done=over,
+            seats=self.seats,
+            transcript=u.state() if u.task else "",
+            verdicts=verdicts,
+        )
 
     def get_metadata(self) -> EnvironmentMetadata:
         from .. import __version__
 
-        return EnvironmentMetadata(name=self.env_id, description=spec(self.env_id).description,
-                                   version=__version__, documentation_url="docs/integrations.md")
+        return EnvironmentMetadata(
+            name=self.env_id,
+            description=spec(self.env_id).description,
+            version=__version__,
+            documentation_url="docs/integrations.md",
+        )
 
     def close(self) -> None:
         self.env.close()
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _observation(self, rewards: dict[str, float], server_turns: list[tuple[str, str]], *,
-                     note: str | None, acted: Sequence[str] = ()) -> MarftObservation:
+    def _observation(
+        self,
+        rewards: dict[str, float],
+        server_turns: list[tuple[str, str]],
+        *,
+        note: str | None,
+        acted: Sequence[str] = (),
+    ) -> MarftObservation:
         env, u = self.env, self.env.unwrapped
         acted = list(acted) + [a for a, _ in server_turns]
         over = episode_over(env)

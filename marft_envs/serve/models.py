@@ -30,9 +30,15 @@ class MarftObservation(Observation):
     """
 
     agent: str | None = Field(default=None, description="the agent to act next; None once done")
-    view: dict[str, Any] = Field(default_factory=dict, description="observe(agent): the Flex-MG view")
-    messages: list[dict[str, str]] = Field(default_factory=list, description="the view as chat messages")
-    rewards: dict[str, float] = Field(default_factory=dict, description="per-agent rewards of this call")
+    view: dict[str, Any] = Field(
+        default_factory=dict, description="observe(agent): the Flex-MG view"
+    )
+    messages: list[dict[str, str]] = Field(
+        default_factory=list, description="the view as chat messages"
+    )
+    rewards: dict[str, float] = Field(
+        default_factory=dict, description="per-agent rewards of this call"
+    )
     seats: list[str] = Field(default_factory=list, description="the agents this client plays")
     agents: list[str] = Field(default_factory=list, description="every agent of the team, in order")
 

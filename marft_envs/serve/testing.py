@@ -1,7 +1,7 @@
 """Run a server on a loopback port inside this process (tests, benchmarks, notebooks).
 
-    with running_server("arith-3agent", max_sessions=64) as url:
-        with MarftEnvClient(base_url=url).sync() as env: ...
+with running_server("arith-3agent", max_sessions=64) as url:
+    with MarftEnvClient(base_url=url).sync() as env: ...
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def running_server(env_id: str, *, max_sessions: int = 64, port: int | None = None,
-                   **overrides: Any) -> Iterator[str]:
+def running_server(
+    env_id: str, *, max_sessions: int = 64, port: int | None = None, **overrides: Any
+) -> Iterator[str]:
     """Serve ``env_id`` with uvicorn on a background thread; yield its URL; stop it on exit."""
     import uvicorn
 

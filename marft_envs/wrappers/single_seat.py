@@ -13,7 +13,8 @@ received during that interval, under the environment's ``reward_to`` rule.
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import gymnasium
 
@@ -33,10 +34,15 @@ class SingleSeat(gymnasium.Env):
         **overrides: ``make()`` overrides when ``env`` is an id.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
 
-    def __init__(self, env: Any, seat: str | int, others: str | ScriptedPolicy | Mapping[str, Any],
-                 **overrides: Any):
+    def __init__(
+        self,
+        env: Any,
+        seat: str | int,
+        others: str | ScriptedPolicy | Mapping[str, Any],
+        **overrides: Any,
+    ):
         self.aec = make(env, **overrides) if isinstance(env, str) else env
         agents = list(self.aec.possible_agents)
         if isinstance(seat, int) and not isinstance(seat, bool):
@@ -62,7 +68,9 @@ class SingleSeat(gymnasium.Env):
         self.aec.reset(seed=seed, options=options)
         advance(self.aec, self.policies, {})  # rewards come only when a round is graded
         if episode_over(self.aec):
-            raise ValueError(f"the episode ended before {self.seat!r} could act (is max_turns too small?)")
+            raise ValueError(
+                f"the episode ended before {self.seat!r} could act (is max_turns too small?)"
+            )
         return self._observe(), dict(self.aec.infos[self.seat])
 
     def step(self, action: Any):
@@ -75,8 +83,13 @@ class SingleSeat(gymnasium.Env):
         advance(self.aec, self.policies, rewards)
         seat = self.seat
         terminated, truncated = bool(self.aec.terminations[seat]), bool(self.aec.truncations[seat])
-        return (self._observe(), float(rewards.get(seat, 0.0)), terminated, truncated,
-                dict(self.aec.infos[seat]))
+        return (
+            self._observe(),
+            float(rewards.get(seat, 0.0)),
+            terminated,
+            truncated,
+            dict(self.aec.infos[seat]),
+        )
 
     def _observe(self) -> dict[str, Any]:
         # A fresh copy: the environment caches views, and Gymnasium users keep what they get.
