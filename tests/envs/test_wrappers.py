@@ -56,7 +56,9 @@ def test_single_seat_others_by_agent_and_bad_arguments():
     def second_model(env, agent, obs):
         return "a second model says \\boxed{0}"
 
-    env = SingleSeat("arith-3agent", seat=2, others={"reasoner_0": "oracle", "actor_1": second_model})
+    env = SingleSeat(
+        "arith-3agent", seat=2, others={"reasoner_0": "oracle", "actor_1": second_model}
+    )
     obs, _ = env.reset(seed=0)
     assert [p["action"] for p in obs["predecessors"]][1] == "a second model says \\boxed{0}"
     with pytest.raises(ValueError, match=r"seat 'judge_9' is not an agent .*reasoner_0"):
@@ -65,7 +67,9 @@ def test_single_seat_others_by_agent_and_bad_arguments():
         SingleSeat("arith-3agent", seat=3, others="echo")
     with pytest.raises(ValueError, match=r"missing \['actor_1'\]"):
         SingleSeat("arith-3agent", seat=2, others={"reasoner_0": "echo"})
-    with pytest.raises(ValueError, match=r"one of \['echo', 'human', 'oracle', 'random'\], got 'smart'"):
+    with pytest.raises(
+        ValueError, match=r"one of \['echo', 'human', 'oracle', 'random'\], got 'smart'"
+    ):
         SingleSeat("arith-3agent", seat=2, others="smart")
     with pytest.raises(ValueError, match="need a policy"):
         SingleSeat("arith-3agent", seat=2, others=None)
@@ -89,17 +93,25 @@ def test_parallel_step_is_one_round_and_no_one_sees_same_round_actions():
     obs, _ = env.reset(seed=1)
     assert all(o["predecessors"] == () and o["round"] == 0 for o in obs.values())
     answer = env.unwrapped.task.answer
-    obs, rewards, term, trunc, infos = env.step({a: f"{a}: \\boxed{{{answer}}}" for a in env.agents})
+    obs, rewards, term, trunc, infos = env.step(
+        {a: f"{a}: \\boxed{{{answer}}}" for a in env.agents}
+    )
     assert rewards == {a: 1.0 for a in env.possible_agents} and not any(term.values())
-    assert all(o["round"] == 1 and o["predecessors"] == () and len(o["history"]) == 3 for o in obs.values())
+    assert all(
+        o["round"] == 1 and o["predecessors"] == () and len(o["history"]) == 3 for o in obs.values()
+    )
     obs, rewards, term, trunc, infos = env.step({a: "\\boxed{x}" for a in env.agents})
     assert all(term.values()) and rewards == {a: 0.0 for a in env.possible_agents}
 
 
 def test_parallel_view_is_refused_with_a_dependency_matrix():
     assert marft_envs.make("arith-3agent").unwrapped.metadata["is_parallelizable"] is False
-    assert marft_envs.make("arith-3agent", workflow=INDEPENDENT).metadata["is_parallelizable"] is True
-    with pytest.raises(ValueError, match=r"'math-trio' has a non-zero dependency matrix .*independent_matrix"):
+    assert (
+        marft_envs.make("arith-3agent", workflow=INDEPENDENT).metadata["is_parallelizable"] is True
+    )
+    with pytest.raises(
+        ValueError, match=r"'math-trio' has a non-zero dependency matrix .*independent_matrix"
+    ):
         parallel_env("arith-3agent")
     with pytest.raises(AssertionError):  # PettingZoo's own converter refuses it too
         aec_to_parallel(marft_envs.make("arith-3agent"))
