@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -104,6 +105,29 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         note = self.env.infos[agent].get("action_note")
         played = [(agent, action.text)] + advance(self.env, self.policies, rewards)
         return self._observation(rewards, played[1:], note=note, acted=[a for a, _ in played])
+
+    # OpenEnv runs a plain reset/step on the session's thread; a thread hop per message costs
+    # several times what a turn itself costs. Turns that grade nothing are a few hundred
+    # microseconds of Python, so they run on the event loop; a call that may run the verifier
+    # (sympy workers, code sandboxes: up to their time limits) goes to a thread, so that it never
+    # stalls the other sessions.
+
+    async def reset_async(self, **kwargs: Any) -> MarftObservation:
+        return self.reset(**kwargs)  # reset never reaches a round's end: a client seat comes first
+
+    async def step_async(
+        self, action: MarftAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> MarftObservation:
+        if self.may_grade():
+            return await asyncio.to_thread(self.step, action)
+        return self.step(action)
+
+    def may_grade(self) -> bool:
+        """Whether the next step may end a round (its own or through the server's seats)."""
+        if self.episode_id is None or episode_over(self.env):
+            return False  # step() will refuse it
+        i = self.agents.index(self.env.agent_selection)
+        return all(a not in self.seats for a in self.agents[i + 1 :])
 
     @property
     def state(self) -> MarftState:

@@ -101,6 +101,7 @@ def test_parallel_step_is_one_round_and_no_one_sees_same_round_actions():
         o["round"] == 1 and o["predecessors"] == () and len(o["history"]) == 3 for o in obs.values()
     )
     obs, rewards, term, trunc, infos = env.step({a: "\\boxed{x}" for a in env.agents})
+    assert not any(trunc.values()) and not infos["actor_1"]["verdict"]["correct"]
     assert all(term.values()) and rewards == {a: 0.0 for a in env.possible_agents}
 
 
