@@ -27,6 +27,15 @@ from typing import Any
 from .registry import make
 from .wrappers import SingleSeat
 
+#: A ChatML template that renders tool calls: ``GRPOTrainer(environment_factory=...)`` refuses a
+#: tokenizer whose template cannot (real instruct models' templates can; built-in tiny ones not).
+TOOL_CAPABLE_CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
+    "{% for c in m.get('tool_calls') or [] %}{{ c['function']['name'] }} "
+    "{{ c['function']['arguments'] | tojson }}{% endfor %}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
 
 class SeatEpisode:
     """One seat's single-turn episodes, in this process or on a server.

@@ -12,6 +12,7 @@ import marft_envs
 from baselines.core.models import build_char_tokenizer, build_tiny_model
 from marft_envs.serve.testing import running_server
 from marft_envs.trl_bridge import (
+    TOOL_CAPABLE_CHATML,
     SeatEnvironment,
     completion_text,
     seat_dataset,
@@ -20,16 +21,6 @@ from marft_envs.trl_bridge import (
 )
 from marft_envs.wrappers import SingleSeat
 
-# GRPOTrainer(environment_factory=...) insists on a chat template that can render tool calls;
-# the tiny model's ChatML template gains the two lines it needs (real instruct models have them).
-TOOL_CHATML = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}"
-    "{% for c in m.get('tool_calls') or [] %}{{ c['function']['name'] }} "
-    "{{ c['function']['arguments'] | tojson }}{% endfor %}<|im_end|>\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-
-
 # Seeds of arith-3agent whose answer is one digit: a one-token completion from a digits-only
 # vocabulary is then right about a tenth of the time, so GRPO groups have rewards to compare.
 ONE_DIGIT_SEEDS = [1, 2, 9, 10]
@@ -37,7 +28,7 @@ ONE_DIGIT_SEEDS = [1, 2, 9, 10]
 
 def tiny():
     tokenizer = build_char_tokenizer(alphabet="0123456789", drop_unknown=True)
-    tokenizer.chat_template = TOOL_CHATML
+    tokenizer.chat_template = TOOL_CAPABLE_CHATML  # TRL wants tool-call rendering
     tokenizer.padding_side = "left"
     return build_tiny_model(tokenizer), tokenizer
 
