@@ -1,6 +1,8 @@
 """SingleSeat (Gymnasium) and the Parallel view (PettingZoo) of Flex-MG environments."""
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -116,3 +118,13 @@ def test_parallel_view_is_refused_with_a_dependency_matrix():
         parallel_env("arith-3agent")
     with pytest.raises(AssertionError):  # PettingZoo's own converter refuses it too
         aec_to_parallel(marft_envs.make("arith-3agent"))
+
+
+def test_views_and_trl_bridge_import_no_heavy_package():
+    code = (
+        "import sys, marft_envs, marft_envs.wrappers, marft_envs.trl_bridge; "
+        "print(sorted(m for m in ('torch', 'transformers', 'trl', 'openenv', 'datasets') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -295,3 +295,14 @@ def test_client_disconnecting_mid_episode_frees_its_session():
         r = survivor.step(MarftAction(agent="reasoner_0", text="still here"))
         assert r.observation.agent == "actor_1"
         survivor.close()
+
+
+def test_openenv_yaml_is_a_valid_manifest_for_openenv():
+    from pathlib import Path
+
+    from openenv.validation.parsers.openenv_yaml import OpenEnvYamlParser
+
+    import marft_envs.serve
+
+    manifest = OpenEnvYamlParser().parse(Path(marft_envs.serve.__file__).parent)
+    assert manifest.version == "0.1.0"
