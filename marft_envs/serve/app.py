@@ -41,6 +41,11 @@ def create_server_app(
     )
 
 
+#: permessage-deflate costs the server about a fifth of its CPU per turn (bench_serve.py) to
+#: shrink messages of a few kilobytes; sessions are CPU-bound, so it is off unless asked for.
+WS_DEFLATE = False
+
+
 def serve(
     env_id: str,
     *,
@@ -57,7 +62,7 @@ def serve(
     app = create_server_app(
         env_id, max_sessions=max_sessions, session_timeout_s=session_timeout_s, **overrides
     )
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, ws_per_message_deflate=WS_DEFLATE)
 
 
 def app_from_environ() -> Any:

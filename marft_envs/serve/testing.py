@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from .app import create_server_app
+from .app import WS_DEFLATE, create_server_app
 
 
 def free_port() -> int:
@@ -32,7 +32,10 @@ def running_server(
 
     app = create_server_app(env_id, max_sessions=max_sessions, **overrides)
     port = port or free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", ws_per_message_deflate=WS_DEFLATE
+    )
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name=f"marft-serve-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
