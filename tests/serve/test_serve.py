@@ -306,3 +306,48 @@ def test_openenv_yaml_is_a_valid_manifest_for_openenv():
 
     manifest = OpenEnvYamlParser().parse(Path(marft_envs.serve.__file__).parent)
     assert manifest.version == "0.1.0"
+
+
+@pytest.mark.slow
+def test_cli_serve_runs_a_server_that_plays_an_episode():
+    import subprocess
+    import sys
+
+    import httpx
+
+    from marft_envs.serve.testing import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [
+        sys.executable,
+        "-m",
+        "marft_envs.cli",
+        "serve",
+        "arith-2agent",
+        "--port",
+        str(port),
+        "--max-sessions",
+        "2",
+        "--set",
+        "reward_to=last",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, proc.stderr.read()
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "marft-envs serve did not answer /health"
+                time.sleep(0.2)
+        with MarftEnvClient(base_url=url).sync() as env:
+            env.reset(seed=0, seats=["reasoner_0"], others="oracle")
+            r = env.step(MarftAction(agent="reasoner_0", text="thinking"))
+            # The oracle actor answers right; reward_to=last (a --set override) pays it alone.
+            assert r.done and r.observation.rewards == {"reasoner_0": 0.0, "actor_1": 1.0}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
