@@ -51,7 +51,7 @@ async def session(
 ) -> None:
     from marft_envs.serve import MarftAction, MarftEnvClient
 
-    async with MarftEnvClient(base_url=url, message_timeout_s=120) as env:
+    async with MarftEnvClient(base_url=url, message_timeout_s=120, connect_timeout_s=120) as env:
         result = await env.reset(seed=seed0)
         await ready.wait()  # every session connected: time the steady state only
         if not clock:
