@@ -1,6 +1,6 @@
 """Train one seat of a marft-envs team with TRL's GRPOTrainer; the other seats play fixed policies.
 
-    # CPU smoke run, seconds: a tiny random model learns nothing, but every part runs
+    # CPU smoke run (about a minute): a tiny random model learns nothing, but every part runs
     python examples/trl_grpo_seat.py
     # a real model on a GPU
     python examples/trl_grpo_seat.py --model Qwen/Qwen2.5-0.5B-Instruct --env math-3agent \\
