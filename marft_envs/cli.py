@@ -1,4 +1,4 @@
-"""The ``marft-envs`` command: list, show, play and check environments."""
+"""The ``marft-envs`` command: list, show, play, check and serve environments."""
 
 from __future__ import annotations
 
@@ -77,6 +77,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    spec(args.id)  # an unknown id fails here, before the server's heavy imports
+    try:
+        from .serve import serve
+    except ImportError as e:
+        raise ValueError(str(e)) from None
+    serve(args.id, host=args.host, port=args.port, max_sessions=args.max_sessions,
+          session_timeout_s=args.session_timeout, **_overrides(args.set))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="marft-envs", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -96,6 +107,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("ids", nargs="+")
     sp.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="make() overrides")
     sp.set_defaults(fn=cmd_check)
+    sp = sub.add_parser("serve", help="serve an id as an OpenEnv environment (needs the serve extra)")
+    sp.add_argument("id")
+    sp.add_argument("--host", default="127.0.0.1", help="use 0.0.0.0 to accept other machines")
+    sp.add_argument("--port", type=int, default=8000)
+    sp.add_argument("--max-sessions", type=int, default=64, help="concurrent WebSocket sessions")
+    sp.add_argument("--session-timeout", type=float, default=None, metavar="SECONDS",
+                    help="close sessions idle this long (default: never)")
+    sp.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="make() overrides")
+    sp.set_defaults(fn=cmd_serve)
     return p
 
 

@@ -145,6 +145,9 @@ class FlexMGEnv(AECEnv):
         self.max_action_chars = max_action_chars
         self.render_mode = render_mode
 
+        # Only a team whose agents never see same-round actions is a simultaneous game, so only
+        # then may PettingZoo's aec_to_parallel convert it (marft_envs.wrappers.parallel_env).
+        self.metadata = {**type(self).metadata, "is_parallelizable": self.workflow.is_independent}
         self.possible_agents = self.workflow.agent_ids()
         n = len(self.possible_agents)
         text = UnicodeText()

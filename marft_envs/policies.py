@@ -7,7 +7,8 @@ from ``env.unwrapped.task``: it exists to exercise the plumbing, not to be fair.
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 ScriptedPolicy = Callable[[Any, str, dict[str, Any]], str]
 
@@ -75,3 +76,52 @@ def play_episode(env: Any, policy: ScriptedPolicy, *, seed: int | None = None, o
         obs, _, term, trunc, _ = env.last()
         env.step(None if term or trunc else policy(env, agent, obs))
     return env.unwrapped.episode()
+
+
+def resolve_others(agents: Sequence[str], others: Any, *, names: Sequence[str] | None = None) -> dict[str, ScriptedPolicy]:
+    """One scripted policy per agent of ``agents`` from ``others`` (a name, a callable or a mapping).
+
+    ``names`` restricts which policy names are allowed (a server refuses ``human``). A mapping
+    must cover every agent of ``agents`` and nothing else.
+    """
+    allowed = sorted(names if names is not None else POLICIES)
+
+    def one(agent: str, p: Any) -> ScriptedPolicy:
+        if callable(p):
+            return p
+        if isinstance(p, str) and p in allowed:
+            return get_policy(p)
+        raise ValueError(f"policy for {agent!r} must be a callable or one of {allowed}, got {p!r}")
+
+    if isinstance(others, Mapping):
+        missing, extra = sorted(set(agents) - set(others)), sorted(set(others) - set(agents))
+        if missing or extra:
+            raise ValueError(f"others must name a policy for exactly {list(agents)}; "
+                             f"missing {missing}, unexpected {extra}")
+        return {a: one(a, others[a]) for a in agents}
+    if agents and others is None:
+        raise ValueError(f"agents {list(agents)} need a policy: pass others= (a callable or one of {allowed})")
+    return {a: one(a, others) for a in agents}
+
+
+def episode_over(env: Any) -> bool:
+    """True once the episode has ended (the agent to act is terminated or truncated)."""
+    agent = env.agent_selection
+    return not env.agents or env.terminations[agent] or env.truncations[agent]
+
+
+def advance(env: Any, policies: Mapping[str, ScriptedPolicy], rewards: dict[str, float]) -> list[tuple[str, str]]:
+    """Let ``policies`` play their agents until another agent is to act or the episode ends.
+
+    Each step's rewards are added to ``rewards`` (agent -> sum); returns the (agent, action) pairs
+    played, in order.
+    """
+    played: list[tuple[str, str]] = []
+    while not episode_over(env) and env.agent_selection in policies:
+        agent = env.agent_selection
+        action = policies[agent](env, agent, env.observe(agent))
+        env.step(action)
+        played.append((agent, action))
+        for a, r in env.rewards.items():
+            rewards[a] = rewards.get(a, 0.0) + r
+    return played

@@ -87,6 +87,11 @@ class Workflow:
         return self._matrix
 
     @property
+    def is_independent(self) -> bool:
+        """True when no agent sees a same-round action (all-zero matrix): a simultaneous game."""
+        return not any(any(row) for row in self._matrix)
+
+    @property
     def answerer_index(self) -> int:
         return self.answerer % self.n_agents
 

@@ -67,7 +67,7 @@ def _stdlib_files(stdlib: str) -> Iterator[str]:
                 yield os.path.join(dirpath, name)
 
 
-def _shared_libs(binaries: Iterable[str]) -> set[str]:
+def shared_libs(binaries: Iterable[str]) -> set[str]:
     """Every shared library (and the loader) the binaries need, per ldd."""
     libs: set[str] = set()
     for binary in binaries:
@@ -89,7 +89,7 @@ def rootfs_files() -> list[str]:
     if ldlib and os.path.exists(os.path.join(libdir, ldlib)):
         files.append(os.path.join(libdir, ldlib))
     binaries = [exe] + [f for f in files if f.endswith(".so")]
-    files += sorted(_shared_libs(binaries))
+    files += sorted(shared_libs(binaries))
     # Paths through merged-/usr symlinks (/lib -> usr/lib) become their real parent
     # dirs (the image gets the same top-level symlinks); symlinked libraries ship
     # as the link plus its target.
