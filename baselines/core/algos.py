@@ -27,6 +27,7 @@ __all__ = [
     "entropy_bonus",
     "independent_gae",
     "kl_penalty",
+    "logprob_mismatch",
     "masked_mean",
     "masked_sum",
     "masked_var",
@@ -502,3 +503,27 @@ def kl_penalty(
         # clamp keeps exp() finite when the policy drifted far from the reference
         return torch.exp(torch.clamp(-d, max=20.0)) - 1.0 + d
     raise ValueError(f"unknown KL estimator {kind!r}; valid: 'k1', 'k2', 'k3'")
+
+
+def logprob_mismatch(rollout_logp: Tensor, train_logp: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """How far the training forward's log-probs are from the ones the rollout sampled with.
+
+    The same weights score the same tokens twice: once while generating (KV cache, left
+    padding, the inference engine's kernels) and once in the training forward (full sequence,
+    right padding). In float32 they agree to ~1e-6; bf16 and a separate engine (vLLM) make
+    them drift, which biases PPO's importance ratio. This is the first number to read when a
+    run on a new backend or dtype misbehaves.
+
+    Args:
+        rollout_logp: ``[B, T]`` log-probs reported by the generator.
+        train_logp: ``[B, T]`` log-probs of the same tokens from the training forward.
+        mask: ``[B, T]``, true where both are real.
+
+    Returns:
+        ``(mean, max)`` of ``|rollout_logp - train_logp|`` over the masked tokens (zeros when
+        the mask is empty).
+    """
+    m = _as_bool(mask, train_logp)
+    diff = torch.where(m, (rollout_logp - train_logp).abs(), torch.zeros_like(train_logp))
+    peak = diff.max() if diff.numel() else diff.sum()
+    return masked_mean(diff, m), peak

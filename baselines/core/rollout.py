@@ -37,6 +37,7 @@ class TurnSample:
     text: str
     state: str  # env.state() before the action (centralized critic input)
     reward: float  # what this agent received for the round
+    rollout_logprobs: list[float] = field(default_factory=list)  # Generation.logprobs of the turn
 
 
 @dataclass
@@ -117,7 +118,8 @@ def collect(
         t2 = time.perf_counter()
         for k, env_index in enumerate(batch.env_indices):
             pending[env_index].append(
-                (batch.agent, out.prompt_ids[k], out.action_ids[k], out.texts[k])
+                (batch.agent, out.prompt_ids[k], out.action_ids[k], out.texts[k],
+                 out.logprobs[k] if out.logprobs else [])
             )
         finished = venv.step(batch, out.texts)
         t3 = time.perf_counter()
@@ -134,7 +136,8 @@ def collect(
                 e = len(episodes)
                 episodes.append(episode)
                 turns.append([
-                    TurnSample(e, i, t.agent, t.role, t.round, p[1], p[2], p[3], t.state, float(t.reward))
+                    TurnSample(e, i, t.agent, t.role, t.round, p[1], p[2], p[3], t.state, float(t.reward),
+                               p[4])
                     for i, (t, p) in enumerate(zip(episode.turns, played))
                 ])
             pending[env_index] = []
