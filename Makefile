@@ -13,7 +13,7 @@ ifneq ($(wildcard ../shared/data),)
 export MARFT_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: setup system-deps demo test bench clean
+.PHONY: setup system-deps demo test bench gpu-wheels clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PY) -m venv $(VENV)
@@ -40,6 +40,10 @@ test: setup
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+## The wheels benchmarks/gpu_check.sh carries to a GPU machine without network (.gpu-wheels/).
+gpu-wheels: $(STAMP)
+	PYTHON=$(BIN)/python bash benchmarks/gpu_check.sh --download-wheels
 
 clean:
 	rm -rf $(VENV) .pytest_cache
