@@ -4,8 +4,9 @@ The base model is loaded once into a vLLM engine with LoRA enabled; every agent'
 served as its own ``LoRARequest`` (multi-LoRA serving: one engine, one base, many adapters).
 After each policy update the trainer calls :meth:`VLLMGenerator.sync_adapters` (or
 :meth:`~VLLMGenerator.sync_from`): the new adapter tensors, and only those, are written in peft's
-format to a fresh folder and registered under a new LoRA id; the previous id is removed from
-the engine. The base weights never move, so a sync costs megabytes, not the model.
+format to a fresh folder and loaded in place under the adapter's LoRA id (``load_inplace``). The
+base weights never move, so a sync costs megabytes, not the model. The calls match vLLM
+0.33.0's API (checked against the table in ``tests/distributed/vllm_api.json``).
 
 Prompts are rendered by the same chat template code as the transformers backend and passed to
 vLLM as token ids, and responses are decoded by the same tokenizer, so both backends hand the
@@ -353,6 +354,6 @@ class VLLMGenerator:
         if fn is None:
             raise RuntimeError(
                 f"this vLLM version's engine has no {method}(); the adapter sync "
-                "needs vLLM >= 0.6 with enable_lora=True"
+                "needs vLLM >= 0.33 with enable_lora=True"
             )
         return fn(arg)
