@@ -272,7 +272,8 @@ def main() -> int:
     am = adapter_model(args.model, args.dtype, device)
     params = sum(p.numel() for p in am.peft.get_base_model().parameters())
     print(
-        f"model built on {device} in {time.perf_counter() - t0:.1f} s: {params / 1e6:.1f}M parameters"
+        f"model built on {device} in {time.perf_counter() - t0:.1f} s: "
+        f"{params / 1e6:.1f}M parameters"
     )
 
     rate, out = generation(am, args.prompts, args.new_tokens, device)
@@ -319,7 +320,10 @@ def main() -> int:
     )
     known = published_peak(device)
     if known is not None:
-        line += f", {flops / per_step / known[1]:.1%} of the {known[0]}'s published {known[1] / 1e12:.0f}"
+        line += (
+            f", {flops / per_step / known[1]:.1%} of the {known[0]}'s published dense bf16 peak "
+            f"({known[1] / 1e12:.0f} TFLOP/s)"
+        )
     print(line)
     print(f"(at {time.perf_counter() - t0:.0f} s)")
     figures += [per_step, flops / per_step / measured]

@@ -505,7 +505,9 @@ def kl_penalty(
     raise ValueError(f"unknown KL estimator {kind!r}; valid: 'k1', 'k2', 'k3'")
 
 
-def logprob_mismatch(rollout_logp: Tensor, train_logp: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+def logprob_mismatch(
+    rollout_logp: Tensor, train_logp: Tensor, mask: Tensor
+) -> tuple[Tensor, Tensor]:
     """How far the training forward's log-probs are from the ones the rollout sampled with.
 
     The same weights score the same tokens twice: once while generating (KV cache, left

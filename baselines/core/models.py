@@ -146,7 +146,8 @@ def build_tiny_model(
     }
     config = config_cls(**{**fields, **config})
     cuda = torch.device(device).type == "cuda"
-    with torch.random.fork_rng(devices=[torch.device(device).index or 0] if cuda else []), torch.device(device):
+    forked = [torch.device(device).index or 0] if cuda else []
+    with torch.random.fork_rng(devices=forked), torch.device(device):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id

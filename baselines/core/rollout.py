@@ -136,8 +136,8 @@ def collect(
                 e = len(episodes)
                 episodes.append(episode)
                 turns.append([
-                    TurnSample(e, i, t.agent, t.role, t.round, p[1], p[2], p[3], t.state, float(t.reward),
-                               p[4])
+                    TurnSample(e, i, t.agent, t.role, t.round, p[1], p[2], p[3], t.state,
+                               float(t.reward), p[4])
                     for i, (t, p) in enumerate(zip(episode.turns, played))
                 ])
             pending[env_index] = []

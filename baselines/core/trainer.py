@@ -620,7 +620,8 @@ def logprob_mismatch_metrics(
         sampled = [torch.tensor(s.rollout_logprobs, dtype=torch.float32) for s in group]
         scored = [train_logp[(s.episode, s.index)][: len(r)].float() for s, r in zip(group, sampled)]
         mask = [torch.ones(len(r), dtype=torch.bool) for r in sampled]
-        mean, peak = algos.logprob_mismatch(*(pad_sequence(x, batch_first=True) for x in (sampled, scored, mask)))
+        padded = (pad_sequence(x, batch_first=True) for x in (sampled, scored, mask))
+        mean, peak = algos.logprob_mismatch(*padded)
         out[f"{prefix}/logprob_mismatch"] = float(mean)
         if prefix == "train":
             out["train/logprob_mismatch_max"] = float(peak)

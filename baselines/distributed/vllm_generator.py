@@ -333,7 +333,8 @@ class VLLMGenerator:
                 lora_id = old.lora_int_id
             label = f"{name}@v{self.version}"
             # load now: a bad adapter fails the sync, not a rollout
-            self._engine_call("add_lora", LoRARequest(label, lora_id, str(folder), load_inplace=True))
+            reload = LoRARequest(label, lora_id, str(folder), load_inplace=True)
+            self._engine_call("add_lora", reload)
             self.requests[name] = fresh[name] = LoRARequest(label, lora_id, str(folder))
             if old is not None:
                 shutil.rmtree(old.lora_path, ignore_errors=True)

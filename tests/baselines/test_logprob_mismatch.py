@@ -1,4 +1,4 @@
-"""Rollout vs training log-probabilities: recorded while sampling, compared after, in both dtypes."""
+"""Rollout vs training log-probs: recorded while sampling, compared after, in both dtypes."""
 
 import math
 
