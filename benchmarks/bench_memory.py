@@ -47,8 +47,9 @@ def fixed_shape(collect, prompt_tokens: int, new_tokens: int, vocab: int):
         rollout = collect(*args, **kwargs)
         g = torch.Generator().manual_seed(0)
         for t in rollout.flat():
-            t.prompt_ids = torch.randint(100, vocab, (prompt_tokens,), generator=g).tolist()
-            t.action_ids = torch.randint(100, vocab, (new_tokens,), generator=g).tolist()
+            low = min(100, vocab // 2)  # past the special tokens
+            t.prompt_ids = torch.randint(low, vocab, (prompt_tokens,), generator=g).tolist()
+            t.action_ids = torch.randint(low, vocab, (new_tokens,), generator=g).tolist()
             t.state = "the same shared state for every turn " * 8
         return rollout
 
@@ -80,7 +81,8 @@ def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int
         turns.append(len(rollout.flat()))
         return rollout
 
-    shaped = fixed_shape(trainer_module.collect, prompt_tokens, new_tokens, min(len(trainer.model.tokenizer), 30000))
+    vocab = trainer.model.peft.get_base_model().config.vocab_size  # a char tokenizer is shorter
+    shaped = fixed_shape(trainer_module.collect, prompt_tokens, new_tokens, min(vocab, 30000))
     trainer_module.collect = counted
     cuda = torch.cuda.is_available()
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -96,6 +98,17 @@ def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int
                       "turns": turns[0], "adapters": len(trainer.model.adapters)}))
 
 
+def measure(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int) -> dict:
+    """One MARFT step with ``agents`` agents in a fresh process: its peak memory and sizes."""
+    done = subprocess.run([sys.executable, __file__, "--model", model, "--out", out,
+                           "--prompt-tokens", str(prompt_tokens), "--new-tokens", str(new_tokens),
+                           "--child", str(agents)], check=False, capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"})
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="smollm2-135m")
@@ -107,15 +120,8 @@ def main() -> None:
     if args.child:
         child(args.model, args.child, args.out, args.prompt_tokens, args.new_tokens)
         return
-    results = {}
-    for agents in (1, 4):
-        done = subprocess.run([sys.executable, __file__, "--model", args.model, "--out", args.out,
-                               "--prompt-tokens", str(args.prompt_tokens), "--new-tokens", str(args.new_tokens),
-                               "--child", str(agents)], check=False, capture_output=True, text=True, cwd=ROOT,
-                              env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"})
-        if done.returncode != 0:
-            raise SystemExit(done.stderr[-3000:])
-        results[agents] = json.loads(done.stdout.strip().splitlines()[-1])
+    results = {agents: measure(args.model, agents, args.out, args.prompt_tokens, args.new_tokens)
+               for agents in (1, 4)}
     one, four = results[1], results[4]
     mib = 1024 ** 2
     kind = "peak CUDA memory" if one["cuda"] else "peak RSS"

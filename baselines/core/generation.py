@@ -36,6 +36,10 @@ class Generation:
     prompt_ids: list[list[int]]
     action_ids: list[list[int]]
     truncated: list[bool] = field(default_factory=list)  # hit max_new_tokens without stopping
+    # log-probability of each response token under the sampling distribution, as the generator
+    # computed it while sampling (the rollout side of ``train/logprob_mismatch``); a row may be
+    # shorter than its response (vLLM may not report the stop token) or empty (not reported)
+    logprobs: list[list[float]] = field(default_factory=list)
 
 
 class Generator(Protocol):
@@ -74,6 +78,36 @@ def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, 
     return ids, mask
 
 
+class SampledLogprobs:
+    """A transformers logits processor that records the log-probability of each sampled token.
+
+    ``generate`` calls it once per new token with the scores that token is drawn from (before
+    the temperature and top-p warpers, which come after custom processors), so each call
+    records the previous token under the previous step's ``log_softmax(scores / temperature)``;
+    :meth:`finish` adds the last token. Only one step's ``[B, vocabulary]`` log-probabilities
+    are ever kept (``output_scores`` would keep every step's).
+    """
+
+    def __init__(self, temperature: float = 1.0):
+        self.temperature = temperature
+        self._last: torch.Tensor | None = None
+        self._steps: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        if self._last is not None:
+            self._steps.append(self._last.gather(-1, input_ids[:, -1:]).squeeze(-1))
+        self._last = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        return scores
+
+    def finish(self, new_tokens: torch.Tensor) -> torch.Tensor | None:
+        """``[B, steps]`` log-probabilities of ``new_tokens`` (the generated ids, ``[B, steps]``);
+        ``None`` when the calls do not match the tokens (a generation mode this does not cover)."""
+        if self._last is None or len(self._steps) + 1 != new_tokens.shape[1]:
+            return None
+        last = self._last.gather(-1, new_tokens[:, -1:].to(self._last.device)).squeeze(-1)
+        return torch.stack([*self._steps, last], dim=1).cpu()
+
+
 class HFGenerator:
     """Batched, left-padded transformers ``generate`` on an :class:`~baselines.core.models.AdapterModel`.
 
@@ -95,7 +129,7 @@ class HFGenerator:
     def generate(self, adapter: str | None, conversations: Sequence[Messages],
                  sampling: SamplingSpec) -> Generation:
         prompts = render_prompts(self.tokenizer, conversations, self.max_prompt_tokens)
-        result = Generation([], [], [], [])
+        result = Generation([], [], [], [], [])
         for start in range(0, len(prompts), self.batch_size):
             self._generate_chunk(adapter, prompts[start:start + self.batch_size], sampling, result)
         return result
@@ -112,6 +146,10 @@ class HFGenerator:
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
         else:
             kwargs.update(temperature=None, top_p=None, top_k=None)
+        from transformers import LogitsProcessorList
+
+        recorder = SampledLogprobs(1.0 if sampling.greedy else sampling.temperature)
+        kwargs["logits_processor"] = LogitsProcessorList([recorder])
         device = self.model.device
         peft = self.model.peft
         was_training = peft.training
@@ -125,9 +163,11 @@ class HFGenerator:
                     out = peft.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs)
         finally:
             peft.train(was_training)
-        new = out[:, ids.shape[1]:].tolist()
+        new_ids = out[:, ids.shape[1]:]
+        logprobs = recorder.finish(new_ids)
+        new = new_ids.tolist()
         stops = set(self.stop_ids)
-        for prompt, row in zip(prompts, new):
+        for b, (prompt, row) in enumerate(zip(prompts, new)):
             # generate pads a row only after its stop token, so a row without a stop token is
             # max_new_tokens genuine samples (a sampled pad id included)
             cut = next((i for i, tok in enumerate(row) if tok in stops), None)
@@ -136,3 +176,4 @@ class HFGenerator:
             result.action_ids.append(list(action))
             result.texts.append(self.tokenizer.decode(action, skip_special_tokens=True))
             result.truncated.append(cut is None)
+            result.logprobs.append([] if logprobs is None else logprobs[b, : len(action)].tolist())

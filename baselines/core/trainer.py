@@ -273,6 +273,7 @@ class Trainer:
         t_update = time.perf_counter()
         trained = self.agents_to_train(it)
         generator = torch.Generator().manual_seed(cfg.train.seed * 1_000_003 + it)
+        metrics.update(logprob_mismatch_metrics(samples, old_logp))
         metrics.update(self._update_policies(samples, trained, old_logp, ref_logp, adv, generator))
         metrics.update(self._update_critics(samples, critic_ids, old_values, ret, generator))
         self.sync_generator()
@@ -696,3 +697,30 @@ def resume_path(path: str | Path) -> Path:
         raise FileNotFoundError(f"--resume {str(p)!r}: no checkpoint found (expected "
                                 f"{p}/checkpoints/step_*/ from an earlier run)")
     return latest
+
+
+def logprob_mismatch_metrics(
+    samples: Sequence[TurnSample], train_logp: dict[tuple[int, int], torch.Tensor]
+) -> dict[str, float]:
+    """``train/logprob_mismatch`` (mean ``|rollout - training|`` log-prob of the sampled tokens),
+    ``train/logprob_mismatch_max`` and ``agent/<id>/logprob_mismatch``, over the turns whose
+    generator reported log-probs (no turn reported them: no metric)."""
+    from torch.nn.utils.rnn import pad_sequence
+
+    reported = [s for s in samples if s.rollout_logprobs]
+    groups: dict[str, list[TurnSample]] = {"train": reported}
+    for s in reported:
+        groups.setdefault(f"agent/{s.agent}", []).append(s)
+    out: dict[str, float] = {}
+    for prefix, group in groups.items():
+        if not group:
+            continue
+        sampled = [torch.tensor(s.rollout_logprobs, dtype=torch.float32) for s in group]
+        scored = [train_logp[(s.episode, s.index)][: len(r)].float() for s, r in zip(group, sampled)]
+        mask = [torch.ones(len(r), dtype=torch.bool) for r in sampled]
+        padded = (pad_sequence(x, batch_first=True) for x in (sampled, scored, mask))
+        mean, peak = algos.logprob_mismatch(*padded)
+        out[f"{prefix}/logprob_mismatch"] = float(mean)
+        if prefix == "train":
+            out["train/logprob_mismatch_max"] = float(peak)
+    return out

@@ -4,8 +4,9 @@ The base model is loaded once into a vLLM engine with LoRA enabled; every agent'
 served as its own ``LoRARequest`` (multi-LoRA serving: one engine, one base, many adapters).
 After each policy update the trainer calls :meth:`VLLMGenerator.sync_adapters` (or
 :meth:`~VLLMGenerator.sync_from`): the new adapter tensors, and only those, are written in peft's
-format to a fresh folder and registered under a new LoRA id; the previous id is removed from
-the engine. The base weights never move, so a sync costs megabytes, not the model.
+format to a fresh folder and loaded in place under the adapter's LoRA id (``load_inplace``). The
+base weights never move, so a sync costs megabytes, not the model. The calls match vLLM
+0.33.0's API (checked against the table in ``tests/distributed/vllm_api.json``).
 
 Prompts are rendered by the same chat template code as the transformers backend and passed to
 vLLM as token ids, and responses are decoded by the same tokenizer, so both backends hand the
@@ -31,7 +32,7 @@ from baselines.core.generation import Generation, Messages, SamplingSpec, render
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
-VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)  # ranks vLLM's LoRA kernels accept
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)  # vLLM 0.33's MaxLoRARanks
 
 
 def import_vllm():
@@ -139,6 +140,14 @@ def action_ids(
     return out
 
 
+def sampled_logprobs(token_ids: Sequence[int], logprobs: Any) -> list[float]:
+    """Each sampled token's log-prob from a ``CompletionOutput.logprobs`` (one ``{token_id:
+    Logprob}`` per position; ``None`` when not requested): ``[]`` when absent."""
+    if not logprobs:
+        return []
+    return [float(pos[tok].logprob) for pos, tok in zip(logprobs, token_ids)]
+
+
 class VLLMGenerator:
     """Multi-LoRA generation on one vLLM engine, with adapter-only weight sync.
 
@@ -228,6 +237,8 @@ class VLLMGenerator:
             "max_loras": num_adapters,
             "max_lora_rank": vllm_lora_rank(lora_rank),
             "gpu_memory_utilization": 0.4,  # leaves room for training on the same GPU
+            # report log-probs after temperature, as the training forward computes them
+            "logprobs_mode": "processed_logprobs",
             **engine_kwargs,
         }
         return cls(
@@ -254,7 +265,7 @@ class VLLMGenerator:
             lora_request=self.requests.get(adapter) if adapter is not None else None,
             use_tqdm=False,
         )
-        result = Generation([], [], [], [])
+        result = Generation([], [], [], [], [])
         for ids, out in zip(prompts, outputs):
             completion = out.outputs[0]
             action = action_ids(
@@ -267,6 +278,7 @@ class VLLMGenerator:
             result.action_ids.append(action)
             result.texts.append(self.tokenizer.decode(action, skip_special_tokens=True))
             result.truncated.append(completion.finish_reason == "length")
+            result.logprobs.append(sampled_logprobs(completion.token_ids, completion.logprobs))
         return result
 
     def _sampling_params(self, vllm, sampling: SamplingSpec):
@@ -275,6 +287,7 @@ class VLLMGenerator:
             "max_tokens": sampling.max_new_tokens,
             "stop_token_ids": self.stop_ids,
             "detokenize": False,
+            "logprobs": 0,  # the sampled token's log-prob only (train/logprob_mismatch)
         }
         if sampling.greedy:
             return vllm.SamplingParams(temperature=0.0, **common)
@@ -290,7 +303,15 @@ class VLLMGenerator:
         states: Mapping[str, Mapping[str, torch.Tensor]],
         configs: Mapping[str, Mapping[str, Any]],
     ) -> dict[str, Any]:
-        """Serve new weights for the named adapters: write, register under new ids, retire the old.
+        """Serve new weights for the named adapters: write a new version, load it in place.
+
+        Each adapter keeps one LoRA id for the generator's life. A sync writes the new tensors to
+        a fresh folder and calls ``add_lora`` with ``load_inplace=True``, which makes vLLM load
+        them under that id even though the id is cached (without it vLLM would keep serving the
+        cached weights), replacing the old weights in their slot without evicting the other
+        agents' adapters. The request then used for generation has ``load_inplace=False`` (with
+        it vLLM would reload from disk on every step) and a new name and path, which are what
+        vLLM's prefix cache keys on, so no KV block computed with the old weights is reused.
 
         ``states[name]`` holds the adapter's LoRA tensors (peft names, as
         ``AdapterModel.adapter_state`` gives them), ``configs[name]`` its peft config. Returns the
@@ -305,15 +326,17 @@ class VLLMGenerator:
         fresh = {}
         for name, state in states.items():
             folder = write_adapter(self.sync_dir / name / f"v{self.version}", state, configs[name])
-            request = LoRARequest(f"{name}@v{self.version}", self._next_id, lora_path=str(folder))
-            self._next_id += 1
-            self._engine_call(
-                "add_lora", request
-            )  # load now: a bad adapter fails the sync, not a rollout
             old = self.requests.get(name)
-            self.requests[name] = fresh[name] = request
+            if old is None:
+                lora_id, self._next_id = self._next_id, self._next_id + 1
+            else:
+                lora_id = old.lora_int_id
+            label = f"{name}@v{self.version}"
+            # load now: a bad adapter fails the sync, not a rollout
+            reload = LoRARequest(label, lora_id, str(folder), load_inplace=True)
+            self._engine_call("add_lora", reload)
+            self.requests[name] = fresh[name] = LoRARequest(label, lora_id, str(folder))
             if old is not None:
-                self._engine_call("remove_lora", old.lora_int_id)
                 shutil.rmtree(old.lora_path, ignore_errors=True)
         return fresh
 
@@ -332,6 +355,6 @@ class VLLMGenerator:
         if fn is None:
             raise RuntimeError(
                 f"this vLLM version's engine has no {method}(); the adapter sync "
-                "needs vLLM >= 0.6 with enable_lora=True"
+                "needs vLLM >= 0.33 with enable_lora=True"
             )
         return fn(arg)
