@@ -55,7 +55,12 @@ def _match_livecodebench(actual: str, expected: str) -> bool:
         if a == b:
             continue
         da, db = _decimals(a), _decimals(b)
-        if da is None or db is None or da != db:
+        if da is None or db is None:
+            return False
+        try:
+            if da != db:
+                return False
+        except InvalidOperation:  # a signalling NaN ("sNaN") refuses to be compared
             return False
     return True
 

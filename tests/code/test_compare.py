@@ -55,3 +55,12 @@ def test_unknown_rule_names_the_valid_ones():
     with pytest.raises(ValueError, match="valid rules are"):
         outputs_match("1", "1", "exact")
     assert "tokens" in OUTPUT_RULES
+
+
+@pytest.mark.parametrize("actual", ["sNaN", "1 sNaN", "-sNaN123"])
+def test_livecodebench_signalling_nan_is_a_wrong_answer(actual):
+    """Decimal('sNaN') is a valid Decimal whose comparison raises InvalidOperation: a program
+    printing it must get a wrong answer, not an exception (the verifier turned it into an
+    infrastructure error, i.e. an unscored episode the policy could hide failures in)."""
+    assert outputs_match(actual, "1 2" if " " in actual else "1", "livecodebench") is False
+    assert outputs_match("1", actual, "livecodebench") is False
