@@ -64,3 +64,13 @@ def test_livecodebench_signalling_nan_is_a_wrong_answer(actual):
     infrastructure error, i.e. an unscored episode the policy could hide failures in)."""
     assert outputs_match(actual, "1 2" if " " in actual else "1", "livecodebench") is False
     assert outputs_match("1", actual, "livecodebench") is False
+
+
+def test_codecontests_long_and_non_ascii_numbers():
+    """A 5000-digit token is no 32-bit integer (int() of it raised ValueError past Python's
+    4300-digit limit, an infrastructure error); absl's SimpleAtoi/SimpleAtod read ASCII
+    digits only, so Arabic-Indic digits are text."""
+    assert outputs_match("1" * 5000, "2", "codecontests") is False
+    assert outputs_match("2", "1" * 5000, "codecontests") is False
+    assert outputs_match("1" * 5000, "1" * 5000 + " ", "codecontests") is True
+    assert outputs_match("\u0661\u0662\u0663", "123", "codecontests") is False
