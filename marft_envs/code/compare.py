@@ -31,8 +31,8 @@ OUTPUT_RULES = ("tokens", "livecodebench", "codecontests", "apps")
 _CC_SPLIT = re.compile(r"[ \n\t\r\v]+")
 # absl::SimpleAtoi / SimpleAtod accept optional surrounding whitespace, a sign, and for doubles
 # the usual decimal/exponent forms, inf and nan.
-_INT = re.compile(r"[+-]?\d+\Z")
-_FLOAT = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf(inity)?|nan)\Z", re.IGNORECASE)
+_INT = re.compile(r"[+-]?\d{1,10}\Z", re.ASCII)  # a 32-bit int has at most 10 digits
+_FLOAT = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf(inity)?|nan)\Z", re.IGNORECASE | re.ASCII)
 _INT32 = (-(2**31), 2**31 - 1)
 
 
@@ -55,7 +55,12 @@ def _match_livecodebench(actual: str, expected: str) -> bool:
         if a == b:
             continue
         da, db = _decimals(a), _decimals(b)
-        if da is None or db is None or da != db:
+        if da is None or db is None:
+            return False
+        try:
+            if da != db:
+                return False
+        except InvalidOperation:  # a signalling NaN ("sNaN") refuses to be compared
             return False
     return True
 

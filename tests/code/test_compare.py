@@ -55,3 +55,22 @@ def test_unknown_rule_names_the_valid_ones():
     with pytest.raises(ValueError, match="valid rules are"):
         outputs_match("1", "1", "exact")
     assert "tokens" in OUTPUT_RULES
+
+
+@pytest.mark.parametrize("actual", ["sNaN", "1 sNaN", "-sNaN123"])
+def test_livecodebench_signalling_nan_is_a_wrong_answer(actual):
+    """Decimal('sNaN') is a valid Decimal whose comparison raises InvalidOperation: a program
+    printing it must get a wrong answer, not an exception (the verifier turned it into an
+    infrastructure error, i.e. an unscored episode the policy could hide failures in)."""
+    assert outputs_match(actual, "1 2" if " " in actual else "1", "livecodebench") is False
+    assert outputs_match("1", actual, "livecodebench") is False
+
+
+def test_codecontests_long_and_non_ascii_numbers():
+    """A 5000-digit token is no 32-bit integer (int() of it raised ValueError past Python's
+    4300-digit limit, an infrastructure error); absl's SimpleAtoi/SimpleAtod read ASCII
+    digits only, so Arabic-Indic digits are text."""
+    assert outputs_match("1" * 5000, "2", "codecontests") is False
+    assert outputs_match("2", "1" * 5000, "codecontests") is False
+    assert outputs_match("1" * 5000, "1" * 5000 + " ", "codecontests") is True
+    assert outputs_match("\u0661\u0662\u0663", "123", "codecontests") is False

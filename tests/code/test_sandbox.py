@@ -283,3 +283,22 @@ def test_missing_backend_fails_only_when_sandboxes_are_required(monkeypatch):
     monkeypatch.delenv("MARFT_REQUIRE_SANDBOXES")
     with pytest.raises(pytest.skip.Exception, match="not installed"):
         _unusable("bwrap", "not installed")
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_cpu_time_backstop_follows_the_run_timeout(sandbox, warm):
+    """RLIMIT_CPU is sized for the run's own time limit, not only the sandbox's default: a
+    call-based check runs all its tests in one execution whose limit is the per-test limit
+    times the number of tests, and must not be killed by a CPU backstop sized for one test."""
+    if sandbox.name == "subprocess" and not warm:
+        pytest.skip("subprocess has no warm path")
+    from marft_envs.code.sandbox import get_sandbox
+    from tests.code.conftest import TEST_LIMITS
+
+    kwargs = {} if sandbox.name == "subprocess" else {"warm": warm}
+    with get_sandbox(sandbox.name, **{**TEST_LIMITS, "timeout": 2.0}, **kwargs) as sb:
+        prog = "import resource\nprint(resource.getrlimit(resource.RLIMIT_CPU)[0])\n"
+        r = sb.run(prog, timeout=40)
+        assert r.status.value == "ok", r
+        assert int(r.stdout) >= 40, r.stdout
+        assert int(sb.run(prog).stdout) >= 2  # the default run keeps its own backstop

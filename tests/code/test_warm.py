@@ -246,3 +246,42 @@ def test_a_child_does_not_see_previous_keys(warm):
     r1, r2 = _two_runs(warm, first, second)
     assert r1.stdout in ("added\n", "refused\n"), r1
     assert r2.stdout == "none\n", (r1, r2)
+
+
+def test_a_child_does_not_see_previous_persistent_keys(warm):
+    """The uid's persistent keyring (keyctl KEYCTL_GET_PERSISTENT) lives as long as the user
+    namespace, i.e. the warm bwrap instance: a key one run puts there is gone for the next."""
+    import platform
+
+    nums = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(platform.machine())
+    if nums is None:
+        pytest.skip("syscall numbers known for x86_64 and aarch64 only")
+    add_key, keyctl = nums
+    head = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.syscall.restype = ctypes.c_long\n"
+        f"ring = libc.syscall({keyctl}, 22, ctypes.c_long(-1), ctypes.c_long(-1))\n"  # GET_PERSISTENT
+    )
+    first = head + (
+        f"k = libc.syscall({add_key}, b'user', b'marft', b'secret', 6, ctypes.c_long(ring)) if ring > 0 else -1\n"
+        "print('added' if k > 0 else 'refused')\n"
+    )
+    second = head + (
+        f"k = libc.syscall({keyctl}, 10, ctypes.c_long(ring), b'user', b'marft', 0) if ring > 0 else -1\n"
+        "print('found' if k > 0 else 'none')\n"
+    )
+    r1, r2 = _two_runs(warm, first, second)
+    assert r1.stdout in ("added\n", "refused\n"), r1
+    assert r2.stdout == "none\n", (r1, r2)
+
+
+def test_stopping_the_parent_past_the_limit_is_a_timeout(warm):
+    """A child that SIGSTOPs its warm parent, runs past its limit and has a grandchild SIGCONT
+    the parent before the host's grace period ends must not finish as ``ok``."""
+    prog = (
+        "import os, signal, time\nppid = os.getppid()\nos.kill(ppid, signal.SIGSTOP)\n"
+        "if os.fork() == 0:\n    time.sleep(2.2)\n    os.kill(ppid, signal.SIGCONT)\n    os._exit(0)\n"
+        "time.sleep(1.8)\nprint('42')\n"
+    )
+    r = warm.run(prog, timeout=1)
+    assert r.status is ExecStatus.TIMEOUT, r
+    assert warm.run("print('after')").stdout == "after\n"

@@ -38,7 +38,7 @@ from typing import Any
 from .base import PROGRAM_FILE, WORK_DIR, ExecResult, Job, Sandbox, decode, infra_error
 from .outcome import classify, signal_exit_code
 from .process import run_bounded
-from .rlimits import MB, RESOURCES, prlimit_args, rlimits
+from .rlimits import MB, RESOURCES, for_run, prlimit_args, rlimits
 from .subprocess_backend import program_env
 from .warm_host import WARM_SOURCE, exchange, warm_config, warm_rlimits
 from .workdir import collect, populate
@@ -284,14 +284,16 @@ class _WarmInstance:
             raise OSError(f"the warm parent did not start: {decode(err).strip()[-500:]}")
         # NPROC counts every process of the sandbox uid in the user namespace: the program's,
         # plus bwrap's init and the warm parent.
-        self.rlimits = warm_rlimits(rlimits(self.limits), RESOURCES, nproc_extra=2)
         self.failure = ""
 
     def run(self, job: Job) -> tuple[ExecResult | None, bool]:
         """(result, reusable). A None result: the warm parent did not answer."""
         self.runs += 1
         populate(self.run_dir.work, job, SANDBOX_UID if _is_root() else None)
-        header = {"argv": list(job.argv), "timeout": job.timeout, "rlimits": self.rlimits}
+        limits = warm_rlimits(
+            rlimits(for_run(self.limits, job.timeout)), RESOURCES, nproc_extra=2
+        )
+        header = {"argv": list(job.argv), "timeout": job.timeout, "rlimits": limits}
         reply = exchange(
             self.sock,
             header,
@@ -514,7 +516,7 @@ class BwrapSandbox(Sandbox):
             *self._base_command(run_dir),
             "--",
             "/usr/bin/prlimit",
-            *prlimit_args(self.limits),
+            *prlimit_args(for_run(self.limits, job.timeout)),
             "--",
             self._interpreter().executable,
             "-B",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import resource
 from collections.abc import Callable
+from dataclasses import replace
 
 from .base import SandboxLimits
 
@@ -37,6 +38,14 @@ _RESOURCE = {
     "nofile": resource.RLIMIT_NOFILE,
     "core": resource.RLIMIT_CORE,
 }
+
+
+def for_run(limits: SandboxLimits, timeout: float) -> SandboxLimits:
+    """``limits`` for one run of wall limit ``timeout``: the CPU-time backstop (RLIMIT_CPU) is
+    sized for the longer of ``timeout`` and ``limits.timeout``, so a run given more time than
+    the sandbox's default (a call-based check runs all its tests in one run) is not killed by
+    a backstop sized for one test."""
+    return limits if timeout <= limits.timeout else replace(limits, timeout=timeout)
 
 
 #: prlimit option name -> ``resource.RLIMIT_*`` id.

@@ -15,7 +15,7 @@ import tempfile
 from .base import PROGRAM_FILE, ExecResult, Job, Sandbox, decode
 from .outcome import classify
 from .process import run_bounded
-from .rlimits import preexec, prlimit_args
+from .rlimits import for_run, preexec, prlimit_args
 from .workdir import collect, populate
 
 
@@ -43,20 +43,22 @@ class SubprocessSandbox(Sandbox):
         self.python = python or sys.executable
         prlimit = shutil.which("prlimit")
         # prlimit(1) rather than a preexec_fn: preexec_fn is unsafe when callers use threads.
-        self._prlimit = [prlimit, *prlimit_args(self.limits), "--"] if prlimit else []
+        self._prlimit_path = prlimit
 
     def _run(self, job: Job) -> ExecResult:
         workdir = tempfile.mkdtemp(prefix="marft-sbx-")
         try:
             populate(workdir, job)
+            limits = for_run(self.limits, job.timeout)
+            prlimit = [self._prlimit_path, *prlimit_args(limits), "--"] if self._prlimit_path else []
             raw = run_bounded(
-                [*self._prlimit, self.python, "-B", "-s", PROGRAM_FILE, *job.argv],
+                [*prlimit, self.python, "-B", "-s", PROGRAM_FILE, *job.argv],
                 stdin=job.stdin,
                 timeout=job.timeout,
                 output_bytes=self.limits.output_bytes,
                 env=program_env(workdir, workdir),
                 cwd=workdir,
-                **({} if self._prlimit else {"preexec_fn": preexec(self.limits)}),
+                **({} if prlimit else {"preexec_fn": preexec(limits)}),
             )
             extra = collect(workdir, job.files, self.limits.extra_files_bytes)
         finally:

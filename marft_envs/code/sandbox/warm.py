@@ -250,12 +250,22 @@ def _wipe(top):
 # blocks the call; bwrap has none). Cleared after each run.
 _SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
 _KEYCTL_CLEAR, _USER_KEYRINGS = 7, (-4, -5)  # KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING
+# The uid's persistent keyring lives as long as the user namespace (the whole warm instance):
+# it is cleared too, after linking it into this process's thread keyring (which a forked child
+# does not inherit) so that we possess it: the keyring grants its uid no write permission.
+_KEYCTL_GET_PERSISTENT, _THREAD_KEYRING = 22, -1
 
 
 def _clear_keyrings():
     if _SYS_KEYCTL is not None:
+        LIBC.syscall.restype = ctypes.c_long
+        persistent = LIBC.syscall(
+            _SYS_KEYCTL, _KEYCTL_GET_PERSISTENT, ctypes.c_long(-1), ctypes.c_long(_THREAD_KEYRING)
+        )
+        if persistent > 0:
+            LIBC.syscall(_SYS_KEYCTL, _KEYCTL_CLEAR, ctypes.c_long(persistent))
         for ring in _USER_KEYRINGS:
-            LIBC.syscall(_SYS_KEYCTL, _KEYCTL_CLEAR, ring)
+            LIBC.syscall(_SYS_KEYCTL, _KEYCTL_CLEAR, ctypes.c_long(ring))
 
 
 def _no_sysv_ipc():
@@ -277,7 +287,9 @@ def _serve_one(request, fds, control, handlers, streams, wipe_dirs, compiled):
     pidfd = os.pidfd_open(pid)
     ready, _, _ = select.select([pidfd], [], [], float(request["timeout"]))
     os.close(pidfd)
-    timed_out = not ready
+    # Also past the limit when the select returned late: a child can SIGSTOP this parent, run
+    # on, and have a helper SIGCONT it after its own exit; the monotonic clock kept counting.
+    timed_out = not ready or time.monotonic() - start > float(request["timeout"])
     if timed_out:
         try:
             os.killpg(pid, signal.SIGKILL)
