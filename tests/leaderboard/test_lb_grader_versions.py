@@ -4,6 +4,8 @@ them stale, ``regrade`` re-grades them one transaction each, and the ranking nev
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 
 import pytest
 from alembic import command
@@ -11,14 +13,14 @@ from lb_helpers import play_bundle
 from sqlalchemy import event, insert, select, update
 
 import marft_envs
-from leaderboard.db import alembic_config, make_engine, open_db
+from leaderboard.db import DuplicateSubmission, alembic_config, make_engine, open_db
 from leaderboard.graders import current_grader_version
 from leaderboard.models import LEGACY_GRADER_VERSION, EpisodeRow, Submission, Token, utcnow
 from leaderboard.ranking import leaderboard_rows
 from leaderboard.regrade import regrade
 from leaderboard.regrade_stored import regrade_stale, stored_bundle
 from leaderboard.schema import Bundle
-from leaderboard.server import to_submission
+from leaderboard.server import bundle_sha256, to_submission
 from marft_envs.math import version as math_version
 from marft_envs.verdict import Verdict
 from marft_envs.verifiers import MathVerifier
@@ -292,3 +294,29 @@ def test_rows_stored_before_versions_are_legacy_until_regraded(tmp_path, honest_
     stored = database.submission(sub_id)
     assert stored.grader_version == MATH and stored.verified_score == pytest.approx(0.6)
     assert stored.previous_grader_version == "legacy"
+
+
+def test_a_version_1_bundle_keeps_the_sha256_a_version_1_server_gave_it(
+    database, token_id, honest_bundle
+) -> None:
+    """Duplicate detection survives the upgrade: a v1 bundle accepted before schema 2 existed
+    (its sha256 taken over its v1 fields, no ``grader_version``) is still refused when it is
+    submitted again."""
+    v1 = honest_bundle.model_dump(mode="json")
+    v1["schema_version"] = 1
+    del v1["grader_version"]
+    canonical = json.dumps(v1, sort_keys=True, separators=(",", ":"))  # what revision 0001 stored
+    old_sha = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    bundle = Bundle.model_validate(v1)
+    assert bundle_sha256(bundle) == old_sha
+
+    sub = to_submission(bundle, regrade(bundle), token_id)
+    database.add_submission(sub)
+    counts = database.row_counts()
+    with pytest.raises(DuplicateSubmission):
+        database.add_submission(to_submission(bundle, regrade(bundle), token_id))
+    assert database.row_counts() == counts
+    # a v2 bundle names its grader, and the name is part of what identifies it
+    assert bundle_sha256(honest_bundle) != bundle_sha256(
+        honest_bundle.model_copy(update={"grader_version": "math-0"})
+    )
