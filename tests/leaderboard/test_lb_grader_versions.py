@@ -320,3 +320,18 @@ def test_a_version_1_bundle_keeps_the_sha256_a_version_1_server_gave_it(
     assert bundle_sha256(honest_bundle) != bundle_sha256(
         honest_bundle.model_copy(update={"grader_version": "math-0"})
     )
+
+
+def test_families_with_different_graders_are_ranked_apart(
+    database, token_id, switchable_env
+) -> None:
+    """A ranking of math-1 scores and switchable-1 scores together would mix graders: each
+    family (one table on the page) has its own ranks, whatever the filter."""
+    arith = _store(database, token_id, play_bundle(correct=lambda i: i < 2, model="arith"))  # 0.4
+    other = _store(database, token_id, play_bundle(switchable_env, correct=lambda i: i < 3))  # 0.6
+    rows = leaderboard_rows(database.submissions())
+    assert [(r["id"], r["env_family"], r["grader_version"], r["rank"]) for r in rows] == [
+        (other, "lbswitch", "switchable-1", 1),
+        (arith, "arith", MATH, 1),
+    ]
+    assert leaderboard_rows(database.submissions(family="arith"))[0]["rank"] == 1
