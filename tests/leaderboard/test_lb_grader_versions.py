@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import sqlite3
 
 import pytest
 from alembic import command
@@ -335,3 +336,48 @@ def test_families_with_different_graders_are_ranked_apart(
         (arith, "arith", MATH, 1),
     ]
     assert leaderboard_rows(database.submissions(family="arith"))[0]["rank"] == 1
+
+
+def test_a_grade_replaced_meanwhile_by_another_process_is_not_overwritten(tmp_path) -> None:
+    """``replace_grade`` checks the stored version and writes in one step: another process (a
+    second ``regrade``) committing between the check and the write is never silently undone."""
+    path = tmp_path / "race.db"
+    database = open_db(f"sqlite:///{path}")
+    token = database.check_token(database.create_token("lab"))[0]
+    old = _store(database, token, play_bundle(correct=lambda i: i < 4, model="old"))
+    _as_if_graded_by(database, old, "math-0", 0.2)
+    grade = regrade(stored_bundle(database.submission(old)))
+
+    attempt: dict[str, bool] = {}
+
+    def another_process_writes(conn, cursor, statement, *args) -> None:
+        if attempt or "submissions" not in statement:
+            return
+        other = sqlite3.connect(path, timeout=0)  # never waits: a held write lock is an error
+        try:
+            other.execute(
+                "update submissions set grader_version = 'math-9', verified_score = 0.55 "
+                "where id = ?",
+                (old,),
+            )
+            other.commit()
+            attempt["committed"] = True
+        except sqlite3.OperationalError:  # "database is locked": the check holds the row
+            attempt["committed"] = False
+        finally:
+            other.close()
+
+    event.listen(database.engine, "after_cursor_execute", another_process_writes)
+    try:
+        stored = database.replace_grade(old, "math-0", grade)
+    finally:
+        event.remove(database.engine, "after_cursor_execute", another_process_writes)
+    sub = database.submission(old)
+    if attempt["committed"]:
+        assert stored is False and (sub.grader_version, sub.verified_score) == ("math-9", 0.55)
+    else:
+        assert stored is True and (sub.grader_version, sub.previous_grader_version) == (
+            MATH,
+            "math-0",
+        )
+        assert sub.previous_score == 0.2
