@@ -381,3 +381,19 @@ def test_a_grade_replaced_meanwhile_by_another_process_is_not_overwritten(tmp_pa
             "math-0",
         )
         assert sub.previous_score == 0.2
+
+
+def test_the_submission_page_names_the_claimed_scores_grader_only_with_a_claimed_score(
+    database, token_id, honest_bundle
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from leaderboard.server import create_app
+
+    claimed = _store(database, token_id, honest_bundle)  # claimed 0.6, by math-1
+    unclaimed = _store(database, token_id, play_bundle(model="no-claim"))
+    with TestClient(create_app(database)) as client:
+        page = client.get(f"/submissions/{claimed}").text
+        assert f"0.600 <span class=\"muted\">(by the submitter's grader {MATH})" in page
+        page = client.get(f"/submissions/{unclaimed}").text
+        assert 'id="claimed">not given</td>' in page and "submitter's grader" not in page
