@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, func, make_url, select
+from sqlalchemy import Engine, create_engine, event, func, make_url, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -176,24 +176,39 @@ class Database:
         ValueError, and any error leaves the stored grade as it was.
         """
         with self._write_lock, self.sessions.begin() as s:
-            sub = s.scalar(
-                select(Submission)
-                .where(Submission.id == sub_id)
-                .options(selectinload(Submission.episodes))
-                .with_for_update()
+            # Check and write in one statement: on SQLite a SELECT takes no lock (the driver only
+            # begins the transaction at the first write), so a check done by reading first could
+            # let another process's re-grade land in between and be overwritten.
+            replaced = s.execute(
+                update(Submission)
+                .where(Submission.id == sub_id, Submission.grader_version == expected_version)
+                .values(
+                    previous_score=Submission.verified_score,
+                    previous_grader_version=Submission.grader_version,
+                    verified_score=grade.score,
+                    ci_low=grade.ci_low,
+                    ci_high=grade.ci_high,
+                    n_tasks=grade.n_tasks,
+                    grader_version=grade.grader_version,
+                )
+                .execution_options(synchronize_session=False)
             )
-            if sub is None or sub.grader_version != expected_version:
+            if replaced.rowcount != 1:
                 return False
-            stored = [(e.index, e.task_id, e.seed) for e in sub.episodes]
+            episodes = list(
+                s.scalars(
+                    select(EpisodeRow)
+                    .where(EpisodeRow.submission_id == sub_id)
+                    .order_by(EpisodeRow.index)
+                )
+            )
+            stored = [(e.index, e.task_id, e.seed) for e in episodes]
             graded = [(g.index, g.task_id, g.seed) for g in grade.episodes]
             if stored != graded:
                 raise ValueError(
                     f"the grade of submission {sub_id} covers other episodes than the stored ones"
                 )
-            sub.previous_score, sub.previous_grader_version = sub.verified_score, sub.grader_version
-            sub.verified_score, sub.ci_low, sub.ci_high = grade.score, grade.ci_low, grade.ci_high
-            sub.n_tasks, sub.grader_version = grade.n_tasks, grade.grader_version
-            for row, g in zip(sub.episodes, grade.episodes):
+            for row, g in zip(episodes, grade.episodes):
                 row.score, row.correct = g.score, g.correct
                 row.answer, row.reason = g.answer, g.reason
             return True

@@ -1,12 +1,14 @@
 """Leaderboard rows in ranking order: the rule that never mixes graders.
 
 Only rows graded by the current grader version of their environment are ranked (``rank`` 1, 2,
-...); rows graded by another version are ``stale``: listed after the ranked ones with ``rank``
-None, their score shown with the version that produced it, until they are re-graded.
+... within each environment family); rows graded by another version are ``stale``: listed after
+the ranked ones with ``rank`` None, their score shown with the version that produced it, until
+they are re-graded.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -34,11 +36,20 @@ def rank_rows(
     rows: Iterable[dict[str, Any]], sort: str = "score", order: str = "desc"
 ) -> list[dict[str, Any]]:
     """Summary rows with ``current_grader_version``, ``stale`` and ``rank`` added: the current
-    rows sorted and ranked, then the stale rows sorted the same way (``rank`` None)."""
+    rows sorted and ranked, then the stale rows sorted the same way (``rank`` None).
+
+    Ranks count within each environment family (``env_family``, one table on the page): the
+    families are graded by different graders (math, code), so one ranking across them would mix
+    graders too.
+    """
     rows = [{**r, **grading_status(r)} for r in rows]
     current = sort_rows([r for r in rows if not r["stale"]], sort, order)
     stale = sort_rows([r for r in rows if r["stale"]], sort, order)
-    ranked = [{**r, "rank": i} for i, r in enumerate(current, 1)]
+    seen: Counter[str] = Counter()
+    ranked = []
+    for r in current:
+        seen[r["env_family"]] += 1
+        ranked.append({**r, "rank": seen[r["env_family"]]})
     return ranked + [{**r, "rank": None} for r in stale]
 
 

@@ -32,8 +32,15 @@ TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 
 def bundle_sha256(bundle: Bundle) -> str:
-    """sha256 of the canonical JSON of a bundle (identifies resubmissions of the same bundle)."""
-    payload = json.dumps(bundle.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    """sha256 of the canonical JSON of a bundle (identifies resubmissions of the same bundle).
+
+    A bundle without ``grader_version`` (schema 1) is hashed without the key, exactly as a server
+    before schema 2 hashed it, so that it is still recognised when it is submitted again.
+    """
+    data = bundle.model_dump(mode="json")
+    if data.get("grader_version") is None:
+        data.pop("grader_version", None)
+    payload = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 

@@ -4,6 +4,9 @@ them stale, ``regrade`` re-grades them one transaction each, and the ranking nev
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import sqlite3
 
 import pytest
 from alembic import command
@@ -11,14 +14,14 @@ from lb_helpers import play_bundle
 from sqlalchemy import event, insert, select, update
 
 import marft_envs
-from leaderboard.db import alembic_config, make_engine, open_db
+from leaderboard.db import DuplicateSubmission, alembic_config, make_engine, open_db
 from leaderboard.graders import current_grader_version
 from leaderboard.models import LEGACY_GRADER_VERSION, EpisodeRow, Submission, Token, utcnow
 from leaderboard.ranking import leaderboard_rows
 from leaderboard.regrade import regrade
 from leaderboard.regrade_stored import regrade_stale, stored_bundle
 from leaderboard.schema import Bundle
-from leaderboard.server import to_submission
+from leaderboard.server import bundle_sha256, to_submission
 from marft_envs.math import version as math_version
 from marft_envs.verdict import Verdict
 from marft_envs.verifiers import MathVerifier
@@ -292,3 +295,105 @@ def test_rows_stored_before_versions_are_legacy_until_regraded(tmp_path, honest_
     stored = database.submission(sub_id)
     assert stored.grader_version == MATH and stored.verified_score == pytest.approx(0.6)
     assert stored.previous_grader_version == "legacy"
+
+
+def test_a_version_1_bundle_keeps_the_sha256_a_version_1_server_gave_it(
+    database, token_id, honest_bundle
+) -> None:
+    """Duplicate detection survives the upgrade: a v1 bundle accepted before schema 2 existed
+    (its sha256 taken over its v1 fields, no ``grader_version``) is still refused when it is
+    submitted again."""
+    v1 = honest_bundle.model_dump(mode="json")
+    v1["schema_version"] = 1
+    del v1["grader_version"]
+    canonical = json.dumps(v1, sort_keys=True, separators=(",", ":"))  # what revision 0001 stored
+    old_sha = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    bundle = Bundle.model_validate(v1)
+    assert bundle_sha256(bundle) == old_sha
+
+    sub = to_submission(bundle, regrade(bundle), token_id)
+    database.add_submission(sub)
+    counts = database.row_counts()
+    with pytest.raises(DuplicateSubmission):
+        database.add_submission(to_submission(bundle, regrade(bundle), token_id))
+    assert database.row_counts() == counts
+    # a v2 bundle names its grader, and the name is part of what identifies it
+    assert bundle_sha256(honest_bundle) != bundle_sha256(
+        honest_bundle.model_copy(update={"grader_version": "math-0"})
+    )
+
+
+def test_families_with_different_graders_are_ranked_apart(
+    database, token_id, switchable_env
+) -> None:
+    """A ranking of math-1 scores and switchable-1 scores together would mix graders: each
+    family (one table on the page) has its own ranks, whatever the filter."""
+    arith = _store(database, token_id, play_bundle(correct=lambda i: i < 2, model="arith"))  # 0.4
+    other = _store(database, token_id, play_bundle(switchable_env, correct=lambda i: i < 3))  # 0.6
+    rows = leaderboard_rows(database.submissions())
+    assert [(r["id"], r["env_family"], r["grader_version"], r["rank"]) for r in rows] == [
+        (other, "lbswitch", "switchable-1", 1),
+        (arith, "arith", MATH, 1),
+    ]
+    assert leaderboard_rows(database.submissions(family="arith"))[0]["rank"] == 1
+
+
+def test_a_grade_replaced_meanwhile_by_another_process_is_not_overwritten(tmp_path) -> None:
+    """``replace_grade`` checks the stored version and writes in one step: another process (a
+    second ``regrade``) committing between the check and the write is never silently undone."""
+    path = tmp_path / "race.db"
+    database = open_db(f"sqlite:///{path}")
+    token = database.check_token(database.create_token("lab"))[0]
+    old = _store(database, token, play_bundle(correct=lambda i: i < 4, model="old"))
+    _as_if_graded_by(database, old, "math-0", 0.2)
+    grade = regrade(stored_bundle(database.submission(old)))
+
+    attempt: dict[str, bool] = {}
+
+    def another_process_writes(conn, cursor, statement, *args) -> None:
+        if attempt or "submissions" not in statement:
+            return
+        other = sqlite3.connect(path, timeout=0)  # never waits: a held write lock is an error
+        try:
+            other.execute(
+                "update submissions set grader_version = 'math-9', verified_score = 0.55 "
+                "where id = ?",
+                (old,),
+            )
+            other.commit()
+            attempt["committed"] = True
+        except sqlite3.OperationalError:  # "database is locked": the check holds the row
+            attempt["committed"] = False
+        finally:
+            other.close()
+
+    event.listen(database.engine, "after_cursor_execute", another_process_writes)
+    try:
+        stored = database.replace_grade(old, "math-0", grade)
+    finally:
+        event.remove(database.engine, "after_cursor_execute", another_process_writes)
+    sub = database.submission(old)
+    if attempt["committed"]:
+        assert stored is False and (sub.grader_version, sub.verified_score) == ("math-9", 0.55)
+    else:
+        assert stored is True and (sub.grader_version, sub.previous_grader_version) == (
+            MATH,
+            "math-0",
+        )
+        assert sub.previous_score == 0.2
+
+
+def test_the_submission_page_names_the_claimed_scores_grader_only_with_a_claimed_score(
+    database, token_id, honest_bundle
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from leaderboard.server import create_app
+
+    claimed = _store(database, token_id, honest_bundle)  # claimed 0.6, by math-1
+    unclaimed = _store(database, token_id, play_bundle(model="no-claim"))
+    with TestClient(create_app(database)) as client:
+        page = client.get(f"/submissions/{claimed}").text
+        assert f"0.600 <span class=\"muted\">(by the submitter's grader {MATH})" in page
+        page = client.get(f"/submissions/{unclaimed}").text
+        assert 'id="claimed">not given</td>' in page and "submitter's grader" not in page
