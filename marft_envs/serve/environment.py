@@ -57,6 +57,19 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
             raise ValueError(f"unknown reset field(s) {sorted(kwargs)}; valid: {list(RESET_KEYS)}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ValueError(f"seed must be an integer or null, got {seed!r}")
+        # Fields arrive as JSON: check their types here, so that a wrong one is named rather than
+        # failing deep inside (or, for episode_id, breaking every later state message).
+        for name, value in (("episode_id", episode_id), ("task_id", task_id)):
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name} must be a string or null, got {value!r}")
+        if seats is not None and (
+            isinstance(seats, str)
+            or not isinstance(seats, (list, tuple))
+            or not all(isinstance(s, str) for s in seats)
+        ):
+            raise ValueError(
+                f"seats must be a list of agent ids (some of {self.agents}) or null, got {seats!r}"
+            )
         seats = list(self.agents if seats is None else seats)
         unknown = [s for s in seats if s not in self.agents]
         if not seats or unknown or len(set(seats)) != len(seats):

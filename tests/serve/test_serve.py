@@ -248,6 +248,24 @@ def test_unknown_ids_and_bad_reset_fields_are_named(server, bystander):
     bystander()
 
 
+def test_reset_fields_of_the_wrong_json_type_are_named_and_state_still_works(server, bystander):
+    with raw_ws(server) as ws:
+        for data, field in [
+            ({"episode_id": 7}, "episode_id must be a string"),
+            ({"episode_id": {"a": 1}}, "episode_id must be a string"),
+            ({"task_id": [1]}, "task_id must be a string"),
+            ({"seats": 5}, "seats must be a list of agent ids"),
+            ({"seats": "actor_1", "others": "echo"}, "seats must be a list of agent ids"),
+            ({"seats": [["actor_1"]], "others": "echo"}, "seats must be a list of agent ids"),
+        ]:
+            reply = send(ws, {"type": "reset", "data": data})
+            assert reply["type"] == "error" and reply["data"]["code"] == "EXECUTION_ERROR"
+            assert field in reply["data"]["message"], reply
+            # the session is unharmed: its state message still answers
+            assert send(ws, {"type": "state"})["type"] == "state"
+    bystander()
+
+
 def test_cli_serve_names_an_unknown_id(capsys):
     assert cli_main(["serve", "arith-9agent", "--port", "1"]) == 2
     assert "No environment registered with id 'arith-9agent'" in capsys.readouterr().out
