@@ -192,6 +192,22 @@ def test_malformed_json_is_an_error_and_the_connection_still_works(server, bysta
     bystander()
 
 
+def test_json_that_is_not_an_object_ends_only_that_connection(server, bystander):
+    """OpenEnv 0.10 reads ``message.get("type")`` outside its error handling: a JSON array or
+    string ends the connection with SESSION_ERROR (documented); the server and others live on."""
+    import websockets
+
+    for junk in ("[1, 2]", '"hi"'):
+        with raw_ws(server) as ws:
+            reply = send(ws, junk)
+            assert reply["type"] == "error" and reply["data"]["code"] == "SESSION_ERROR"
+            with pytest.raises(websockets.exceptions.ConnectionClosed):
+                send(ws, {"type": "reset", "data": {"seed": 1}})
+    with MarftEnvClient(base_url=server).sync() as env:
+        assert env.reset(seed=0).observation.agent == "reasoner_0"
+    bystander()
+
+
 def test_wrong_agent_is_refused_and_the_turn_stays(server, bystander):
     with MarftEnvClient(base_url=server).sync() as env:
         env.reset(seed=2)
@@ -264,6 +280,17 @@ def test_reset_fields_of_the_wrong_json_type_are_named_and_state_still_works(ser
             # the session is unharmed: its state message still answers
             assert send(ws, {"type": "state"})["type"] == "state"
     bystander()
+
+
+def test_http_endpoints_answer_bad_input_with_400_and_point_at_the_websocket(server):
+    import httpx
+
+    r = httpx.post(f"{server}/step", json={"action": {"agent": "reasoner_0", "text": "x"}})
+    assert r.status_code == 400 and "play episodes over the WebSocket /ws" in r.json()["detail"]
+    r = httpx.post(f"{server}/reset", json={"task_id": "no-such-task"})
+    assert r.status_code == 400 and "No task 'no-such-task'" in r.json()["detail"]
+    r = httpx.post(f"{server}/reset", json={"seed": 3})
+    assert r.status_code == 200 and r.json()["observation"]["agent"] == "reasoner_0"
 
 
 def test_cli_serve_names_an_unknown_id(capsys):
