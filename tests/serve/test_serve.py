@@ -342,6 +342,23 @@ def test_client_disconnecting_mid_episode_frees_its_session():
         survivor.close()
 
 
+def test_a_session_reaped_for_idleness_refuses_further_messages():
+    """OpenEnv's reaper closes an idle session even while its WebSocket is connected (and frees
+    its slot): that connection must get a clear error, not play on a closed environment."""
+    with running_server(ENV_ID, max_sessions=1, session_timeout_s=1.0) as url:
+        idle = MarftEnvClient(base_url=url).sync()
+        idle.connect()
+        idle.reset(seed=0)
+        time.sleep(7)  # the reaper looks every max(timeout / 4, 5 s)
+        with pytest.raises(RuntimeError, match="closed by the server .*idle"):
+            idle.step(MarftAction(agent="reasoner_0", text="late"))
+        with pytest.raises(RuntimeError, match="closed by the server"):
+            idle.reset(seed=0)
+        idle.close()
+        with MarftEnvClient(base_url=url).sync() as fresh:
+            assert fresh.reset(seed=0).observation.agent == "reasoner_0"
+
+
 def test_openenv_yaml_is_a_valid_manifest_for_openenv():
     from pathlib import Path
 
