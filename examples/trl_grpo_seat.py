@@ -4,9 +4,14 @@
     python examples/trl_grpo_seat.py
     # a real model on a GPU
     python examples/trl_grpo_seat.py --model Qwen/Qwen2.5-0.5B-Instruct --env math-3agent \\
-        --seat actor_1 --others oracle --steps 200 --generations 8
+        --seat actor_1 --others echo --steps 200 --generations 8
     # the environment on a server (here or on another machine): marft-envs serve math-3agent
     python examples/trl_grpo_seat.py --url http://127.0.0.1:8000 --env math-3agent
+
+The other seats must leave the seat's action something to decide: with the team reward and an
+``oracle`` answerer after the seat (``--others oracle`` for actor_1 of a trio), every completion
+earns the same reward, GRPO's group advantage is zero and nothing is learnt. With ``echo`` the
+verifier repeats the actor's answer, so the actor's answer is what is graded.
 
 Needs the trl extra: pip install "marft-envs[trl]" (and "marft-envs[serve]" for --url).
 """
@@ -36,14 +41,14 @@ def tiny_model():
     return build_tiny_model(tokenizer), tokenizer
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--env", default="arith-3agent", help="a registered id (marft-envs list)")
     p.add_argument("--seat", default="actor_1", help="the agent to train")
     p.add_argument(
-        "--others", default="oracle", help="policy of the other seats: oracle, echo, random"
+        "--others", default="echo", help="policy of the other seats: echo, oracle, random"
     )
     p.add_argument(
         "--model", default="tiny-random", help="'tiny-random' or a Hugging Face id / path"
@@ -54,7 +59,11 @@ def main() -> None:
     p.add_argument("--episodes", type=int, default=256, help="dataset rows (one episode seed each)")
     p.add_argument("--max-completion-length", type=int, default=256)
     p.add_argument("--output-dir", default="runs/trl-grpo-seat")
-    args = p.parse_args()
+    return p
+
+
+def main() -> None:
+    args = build_parser().parse_args()
 
     if args.model == "tiny-random":
         model, tokenizer = tiny_model()

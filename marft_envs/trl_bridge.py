@@ -3,7 +3,7 @@
     from trl import GRPOConfig, GRPOTrainer
     from marft_envs.trl_bridge import seat_dataset, seat_environment_factory, seat_reward
 
-    factory = seat_environment_factory("math-3agent", seat="actor_1", others="oracle")
+    factory = seat_environment_factory("math-3agent", seat="actor_1", others="echo")
     trainer = GRPOTrainer(model=..., args=GRPOConfig(...), reward_funcs=seat_reward,
                           train_dataset=seat_dataset("math-3agent", "actor_1", n=512),
                           environment_factory=factory)

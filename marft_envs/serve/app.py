@@ -29,7 +29,7 @@ def create_server_app(
     from openenv.core.env_server.types import ConcurrencyConfig
 
     factory = functools.partial(MarftEnvironment, env_id, overrides)
-    return create_app(
+    app = create_app(
         factory,
         MarftAction,
         MarftObservation,
@@ -39,6 +39,26 @@ def create_server_app(
             max_concurrent_envs=max_sessions, session_timeout=session_timeout_s
         ),
     )
+    app.add_exception_handler(ValueError, _bad_http_request)
+    return app
+
+
+async def _bad_http_request(request: Any, exc: Exception) -> Any:
+    """A ValueError from the environment over HTTP is the client's mistake: 400 with its message.
+
+    OpenEnv's HTTP /reset and /step are stateless (a fresh environment per request, closed after
+    it), so an HTTP /step can never continue an episode: episodes are played over ``/ws``.
+    (Over the WebSocket OpenEnv itself turns the error into an ``EXECUTION_ERROR`` message.)
+    """
+    from fastapi.responses import JSONResponse
+
+    message = str(exc)
+    if request.url.path.rstrip("/").endswith("/step"):
+        message += (
+            " (HTTP /step is stateless in OpenEnv: each request gets a fresh environment; "
+            "play episodes over the WebSocket /ws, e.g. with MarftEnvClient)"
+        )
+    return JSONResponse(status_code=400, content={"detail": message})
 
 
 #: permessage-deflate costs the server about a fifth of its CPU per turn (bench_serve.py) to

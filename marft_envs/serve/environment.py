@@ -41,6 +41,7 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         self.others: str | None = None
         self.episode_id: str | None = None
         self.step_count = 0
+        self.closed = False
 
     # -- OpenEnv interface ---------------------------------------------------------------------
 
@@ -53,10 +54,24 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         others: str | None = None,
         **kwargs: Any,
     ) -> MarftObservation:
+        self._check_open()
         if kwargs:
             raise ValueError(f"unknown reset field(s) {sorted(kwargs)}; valid: {list(RESET_KEYS)}")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ValueError(f"seed must be an integer or null, got {seed!r}")
+        # Fields arrive as JSON: check their types here, so that a wrong one is named rather than
+        # failing deep inside (or, for episode_id, breaking every later state message).
+        for name, value in (("episode_id", episode_id), ("task_id", task_id)):
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name} must be a string or null, got {value!r}")
+        if seats is not None and (
+            isinstance(seats, str)
+            or not isinstance(seats, (list, tuple))
+            or not all(isinstance(s, str) for s in seats)
+        ):
+            raise ValueError(
+                f"seats must be a list of agent ids (some of {self.agents}) or null, got {seats!r}"
+            )
         seats = list(self.agents if seats is None else seats)
         unknown = [s for s in seats if s not in self.agents]
         if not seats or unknown or len(set(seats)) != len(seats):
@@ -83,6 +98,7 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
     def step(
         self, action: MarftAction, timeout_s: float | None = None, **kwargs: Any
     ) -> MarftObservation:
+        self._check_open()
         if self.episode_id is None:
             raise ValueError("step() before reset(): send a reset message first")
         if episode_over(self.env):
@@ -159,7 +175,19 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         )
 
     def close(self) -> None:
-        self.env.close()
+        # OpenEnv's idle reaper (--session-timeout) closes a session whose WebSocket is still
+        # connected and frees its slot, yet that connection keeps sending messages here: they
+        # get an error instead of an episode on a closed environment.
+        if not self.closed:
+            self.closed = True
+            self.env.close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ValueError(
+                "this session was closed by the server (idle longer than its session timeout): "
+                "open a new connection"
+            )
 
     # -- helpers -------------------------------------------------------------------------------
 

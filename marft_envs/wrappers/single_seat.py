@@ -52,6 +52,7 @@ class SingleSeat(gymnasium.Env):
         if seat not in agents:
             raise ValueError(f"seat {seat!r} is not an agent of this team; agents: {agents}")
         self.seat: str = seat
+        self.others = others
         self.policies = resolve_others([a for a in agents if a != seat], others)
         self.observation_space = self.aec.observation_space(seat)
         self.action_space = self.aec.action_space(seat)
@@ -65,6 +66,9 @@ class SingleSeat(gymnasium.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
+        # Named policies start afresh each episode (as on a server), so that the same seed gives
+        # the same episode even with a stateful one such as "random"; callables are the caller's.
+        self.policies = resolve_others(list(self.policies), self.others)
         self.aec.reset(seed=seed, options=options)
         advance(self.aec, self.policies, {})  # rewards come only when a round is graded
         if episode_over(self.aec):

@@ -122,3 +122,26 @@ def test_seat_environment_prompt_and_reward_match_the_team():
         SeatEnvironment("arith-3agent", "actor_1", others="echo", horizon=2)
     with pytest.raises(ValueError, match="seat 'judge_3' is not an agent"):
         seat_dataset("arith-3agent", "judge_3", n=2)
+
+
+def test_the_example_defaults_give_the_seat_a_reward_its_action_decides():
+    """GRPO learns only from rewards that differ within a group: the documented recipe must let
+    the trained seat's completion decide its reward (an oracle answerer after it would not)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "trl_grpo_seat.py"
+    module_spec = importlib.util.spec_from_file_location("trl_grpo_seat_example", path)
+    example = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(example)
+    args = example.build_parser().parse_args([])
+    for seed in range(3):
+        team = marft_envs.make(args.env)
+        team.reset(seed=seed)
+        answer = team.unwrapped.task.answer
+        env = SeatEnvironment(args.env, args.seat, args.others)
+        env.reset(seed=seed)
+        right = seat_reward([f"\\boxed{{{answer}}}"], [env])
+        env.reset(seed=seed)
+        wrong = seat_reward(["\\boxed{not a number}"], [env])
+        assert (right, wrong) == ([1.0], [0.0]), (seed, args.others)

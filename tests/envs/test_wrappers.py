@@ -25,6 +25,18 @@ def test_single_seat_passes_gymnasium_check_env(seat):
     check_env(env)
 
 
+def test_single_seat_with_the_random_policy_is_reproducible_by_seed():
+    """A stateful named policy restarts each episode: same seed and action, same episode."""
+    check_env(SingleSeat("arith-3agent", seat="actor_1", others="random"))
+    env = SingleSeat("arith-3agent", seat=0, others="random")
+    runs = []
+    for _ in range(2):
+        env.reset(seed=5)
+        env.step("\\boxed{3}")
+        runs.append([t.action for t in env.unwrapped_aec.episode().turns])
+    assert runs[0] == runs[1]
+
+
 def test_single_seat_multi_round_passes_check_env():
     check_env(SingleSeat("arith-2agent", seat=0, others="oracle", horizon=3, feedback="verdict"))
 

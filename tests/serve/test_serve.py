@@ -192,6 +192,22 @@ def test_malformed_json_is_an_error_and_the_connection_still_works(server, bysta
     bystander()
 
 
+def test_json_that_is_not_an_object_ends_only_that_connection(server, bystander):
+    """OpenEnv 0.10 reads ``message.get("type")`` outside its error handling: a JSON array or
+    string ends the connection with SESSION_ERROR (documented); the server and others live on."""
+    import websockets
+
+    for junk in ("[1, 2]", '"hi"'):
+        with raw_ws(server) as ws:
+            reply = send(ws, junk)
+            assert reply["type"] == "error" and reply["data"]["code"] == "SESSION_ERROR"
+            with pytest.raises(websockets.exceptions.ConnectionClosed):
+                send(ws, {"type": "reset", "data": {"seed": 1}})
+    with MarftEnvClient(base_url=server).sync() as env:
+        assert env.reset(seed=0).observation.agent == "reasoner_0"
+    bystander()
+
+
 def test_wrong_agent_is_refused_and_the_turn_stays(server, bystander):
     with MarftEnvClient(base_url=server).sync() as env:
         env.reset(seed=2)
@@ -248,6 +264,35 @@ def test_unknown_ids_and_bad_reset_fields_are_named(server, bystander):
     bystander()
 
 
+def test_reset_fields_of_the_wrong_json_type_are_named_and_state_still_works(server, bystander):
+    with raw_ws(server) as ws:
+        for data, field in [
+            ({"episode_id": 7}, "episode_id must be a string"),
+            ({"episode_id": {"a": 1}}, "episode_id must be a string"),
+            ({"task_id": [1]}, "task_id must be a string"),
+            ({"seats": 5}, "seats must be a list of agent ids"),
+            ({"seats": "actor_1", "others": "echo"}, "seats must be a list of agent ids"),
+            ({"seats": [["actor_1"]], "others": "echo"}, "seats must be a list of agent ids"),
+        ]:
+            reply = send(ws, {"type": "reset", "data": data})
+            assert reply["type"] == "error" and reply["data"]["code"] == "EXECUTION_ERROR"
+            assert field in reply["data"]["message"], reply
+            # the session is unharmed: its state message still answers
+            assert send(ws, {"type": "state"})["type"] == "state"
+    bystander()
+
+
+def test_http_endpoints_answer_bad_input_with_400_and_point_at_the_websocket(server):
+    import httpx
+
+    r = httpx.post(f"{server}/step", json={"action": {"agent": "reasoner_0", "text": "x"}})
+    assert r.status_code == 400 and "play episodes over the WebSocket /ws" in r.json()["detail"]
+    r = httpx.post(f"{server}/reset", json={"task_id": "no-such-task"})
+    assert r.status_code == 400 and "No task 'no-such-task'" in r.json()["detail"]
+    r = httpx.post(f"{server}/reset", json={"seed": 3})
+    assert r.status_code == 200 and r.json()["observation"]["agent"] == "reasoner_0"
+
+
 def test_cli_serve_names_an_unknown_id(capsys):
     assert cli_main(["serve", "arith-9agent", "--port", "1"]) == 2
     assert "No environment registered with id 'arith-9agent'" in capsys.readouterr().out
@@ -295,6 +340,23 @@ def test_client_disconnecting_mid_episode_frees_its_session():
         r = survivor.step(MarftAction(agent="reasoner_0", text="still here"))
         assert r.observation.agent == "actor_1"
         survivor.close()
+
+
+def test_a_session_reaped_for_idleness_refuses_further_messages():
+    """OpenEnv's reaper closes an idle session even while its WebSocket is connected (and frees
+    its slot): that connection must get a clear error, not play on a closed environment."""
+    with running_server(ENV_ID, max_sessions=1, session_timeout_s=1.0) as url:
+        idle = MarftEnvClient(base_url=url).sync()
+        idle.connect()
+        idle.reset(seed=0)
+        time.sleep(7)  # the reaper looks every max(timeout / 4, 5 s)
+        with pytest.raises(RuntimeError, match="closed by the server .*idle"):
+            idle.step(MarftAction(agent="reasoner_0", text="late"))
+        with pytest.raises(RuntimeError, match="closed by the server"):
+            idle.reset(seed=0)
+        idle.close()
+        with MarftEnvClient(base_url=url).sync() as fresh:
+            assert fresh.reset(seed=0).observation.agent == "reasoner_0"
 
 
 def test_openenv_yaml_is_a_valid_manifest_for_openenv():
