@@ -13,7 +13,10 @@ class Verdict:
     ``score`` is the reward in [0, 1] (1.0/0.0 for math; the fraction of tests
     passed or all-or-nothing for code). ``infra_error`` marks verdicts the policy
     is not to blame for (a dead Docker daemon, say): trainers should drop them,
-    never score them as failures.
+    never score them as failures. ``answer_source`` says which rule found ``answer``
+    (math: ``"boxed"``, ``"final-answer"``, ``"answer-phrase"``, ``"mcq"``, ``"bare"``,
+    ``"math-span"``, ``"last-number"`` or ``"none"``; see docs/math_verifier.md), so rewards
+    can be audited; None where it does not apply.
     """
 
     correct: bool
@@ -23,8 +26,10 @@ class Verdict:
     elapsed: float = 0.0
     infra_error: bool = False
     details: Mapping[str, Any] = field(default_factory=dict)
+    answer_source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Not dataclasses.asdict: it deep-copies, and this runs once per graded round.
         return {"correct": self.correct, "answer": self.answer, "reason": self.reason, "score": self.score,
-                "elapsed": self.elapsed, "infra_error": self.infra_error, "details": dict(self.details)}
+                "elapsed": self.elapsed, "infra_error": self.infra_error, "details": dict(self.details),
+                "answer_source": self.answer_source}

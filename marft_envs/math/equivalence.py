@@ -20,11 +20,13 @@ from fractions import Fraction
 
 from . import structure as st
 from .evaluate import TooHard, Undefined, divide, evaluate, sample_point, values_equal
+from .intervals import as_set, same_set
 from .latex import LatexError, Tree, free_symbols, has_decimal, parse_latex
 from .magnitude import clearly_different
 
 EXACT, NUMERIC, SYMBOLIC = "exact", "numeric", "symbolic"
-_RANK = {EXACT: 0, NUMERIC: 1, SYMBOLIC: 2}
+UNPARSED = "unparsed"  # with equal=False: our parser could not read a side (not a decision)
+_RANK = {EXACT: 0, UNPARSED: 0, NUMERIC: 1, SYMBOLIC: 2}
 SAMPLE_POINTS = 3
 _ZERO = Fraction(0)
 _ONE = Fraction(1)
@@ -127,7 +129,7 @@ class NumericJudge:
         try:
             ta, tb = parse_latex(a), parse_latex(b)
         except LatexError:
-            return False, EXACT
+            return False, UNPARSED
         return self.trees(ta, tb)
 
     def trees(self, ta: Tree, tb: Tree) -> Outcome:
@@ -152,7 +154,7 @@ class NumericJudge:
         try:
             f, g = _residual(a.lhs, a.rhs), _residual(b.lhs, b.rhs)
         except LatexError:
-            return False, EXACT
+            return False, UNPARSED
         return self.residuals(f, g)
 
     def residuals(self, f: Tree, g: Tree) -> Outcome:
@@ -291,7 +293,17 @@ def compare(p, r, judge) -> Outcome:
         return compare(p.value if tp is st.Assign else p, r.value if tr is st.Assign else r, judge)
     if tp is st.Relation and tr is st.Relation:
         outcome = _relations(p, r, judge)
-        return outcome if outcome[0] is not False else _relations(st.flip(p), r, judge)
+        if outcome[0] is False:
+            outcome = _relations(st.flip(p), r, judge)
+        if outcome[0] is not False:
+            return outcome
+    if st.Relation in (tp, tr):
+        # "-x > -1" is "x < 1"; "x \ge 2" is "[2, \infty)": compare solution sets.
+        a, b = as_set(p), as_set(r)
+        if a is not None and b is not None:
+            return same_set(a, b), NUMERIC
+        if tp is tr:
+            return False, EXACT
     if tp is st.Seq and tr is st.Seq:
         if (p.open, p.close) != (r.open, r.close) or len(p.items) != len(r.items):
             return False, EXACT
@@ -334,7 +346,7 @@ def equivalent(pred: str, ref: str, judge) -> Outcome:
     try:
         return compare(st.parse_answer(pred), st.parse_answer(ref), judge)
     except (ValueError, RecursionError):
-        return False, EXACT
+        return False, UNPARSED
 
 
 NUMERIC_JUDGE = NumericJudge()
@@ -345,7 +357,23 @@ def fast_compare(pred: str, ref: str) -> Outcome:
     return equivalent(pred, ref, NUMERIC_JUDGE)
 
 
-def full_compare(pred: str, ref: str) -> Outcome:
-    """The whole cascade including sympy. Runs in the worker process."""
+MATH_VERIFY = "math-verify"
+
+
+def full_compare(pred: str, ref: str, answer: str | None = None,
+                 reference: str | None = None) -> Outcome:
+    """The whole cascade: our rules with sympy, then math-verify. Runs in the worker process.
+
+    math-verify (on the raw ``answer`` and ``reference``) is asked only where our rules did
+    not decide: a side our parser cannot read, or sympy could not tell. A decisive "different"
+    from our rules is final (math-verify's false "equal"s are on pairs we decide).
+    """
     equal, method = equivalent(pred, ref, SympyJudge())
-    return bool(equal), method
+    if equal:
+        return True, method
+    if answer is not None and reference is not None and (equal is None or method == UNPARSED):
+        from .mv_stage import mv_equal
+
+        if mv_equal(answer, reference):
+            return True, MATH_VERIFY
+    return False, method

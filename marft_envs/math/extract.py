@@ -1,38 +1,121 @@
-"""Find the final answer in a model's response.
+"""Find the final answer in a model's response, and say where it came from.
 
-Order of the rules (the first that finds something wins):
+Priority order (the first rule that finds something wins; each can be turned off in
+``ExtractionConfig``):
 
-1. the last ``\\boxed{...}`` / ``\\fbox{...}`` (nested braces, or ``\\boxed 5``);
-2. the last "the answer is ...", "Final answer: ...", "Answer: ..." or "#### ...";
-3. the whole text, when it is itself a short bare answer (``\\frac{1}{2}``, ``x = 3``);
-4. the last number in the text (a setting: ``last_number_fallback``).
+0. the response is cut at the first chat-template marker (``<|im_start|>``, ``<|im_end|>``,
+   ``<|endoftext|>``, ...): a small model that runs on into the next turn has finished;
+1. ``boxed``: the last ``\\boxed{...}`` / ``\\fbox{...}`` (nested braces, or ``\\boxed 5``);
+   boxes written one after another with only a separator between them (``\\boxed{2}`` and
+   ``\\boxed{3}``) are one answer, ``2, 3``;
+2. ``final-answer``: the lm-eval/Minerva form "Final Answer: The final answer is $X$. I hope
+   it is correct.", "final answer is X", "Final answer: X";
+3. ``answer-phrase``: "the answer is X", "Answer: X", "Answer \\( X \\)", GSM8K's ``#### X``,
+   and the answer words of ``languages`` (``réponse``, ``答案``);
+4. ``bare``: the whole text, when it is itself a short bare answer (``\\frac{1}{2}``, ``x = 3``);
+5. ``math-span`` / ``last-number``: the last ``$...$``/``\\(...\\)``/``\\[...\\]`` span or the last
+   number in the text (``12,340``, ``12 340``, ``-3.5``, ``7/2``), whichever ends later (a
+   closing "so the largest n is 21." beats an earlier ``$n^2 < 500$``). ``last_number``
+   is a setting.
 
-Work is bounded on any input: we scan at most a few box candidates from the end
-and never read more than ``_MAX_BOX_CHARS`` of one box.
+With ``choices`` (the reference is a letter such as ``C``), the answer is a letter: found
+by rules 1-3 and read from their text (``\\boxed{(C)}``, "Answer: C. Carol"), else by the
+``mcq`` rule after lighteval's: a letter that opens the response or a line ("(C) Carol",
+"C. because ..."), else the last standalone letter not negated ("it is for sure C, not A or
+B" gives C).
+
+Work is bounded on any input: we scan at most a few box candidates from the end, never read
+more than ``_MAX_BOX_CHARS`` of one box, and only search the tail of megabyte responses.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+SOURCES = (
+    "boxed",
+    "final-answer",
+    "answer-phrase",
+    "mcq",
+    "bare",
+    "math-span",
+    "last-number",
+    "none",
+)
+"""Every value of ``Extraction.source`` (and of ``Verdict.answer_source`` for math)."""
 
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _MAX_BOX_CANDIDATES = 20  # unclosed boxes to skip before giving up (adversarial text)
 _MAX_BOX_CHARS = 10_000  # a box longer than this is not an answer
 _MAX_BARE_CHARS = 200
+_TAIL_CHARS = 20_000  # the phrase, span and number rules only look at the end of a response
+_MAX_SEPARATOR_CHARS = 40  # "\boxed{2}$ and $\boxed{3}": boxes this close form one answer
 
-_ANSWER_PHRASE = re.compile(
-    r"(?:final\s+answer\s*(?:is|:)|the\s+answer\s+is|\banswer\s*:|####)[\s:*]*",
-    re.IGNORECASE,
+# Answer words per language, after lighteval's translation literals (answer, final answer).
+_ANSWER_WORDS = {
+    "en": (r"final\s+answer", r"answer"),
+    "fr": (r"r[ée]ponse\s+finale", r"r[ée]ponse"),
+    "zh": (r"最终答案", r"答案"),
+}
+_CHAT_MARKERS = (
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<|eot_id|>",
+    "<|end|>",
+    "<|user|>",
+    "<|assistant|>",
+    "</s>",
+    "<|end_of_text|>",
 )
-_MATH_SEGMENT = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]")
-# Two plain words (outside \text{} labels such as units) mean prose, not a bare answer.
-_WORD = re.compile(r"(?<![\\A-Za-z{])[A-Za-z]{2,}(?![A-Za-z])")
-_TEXT_GROUP = re.compile(r"\\(?:text|mbox|textbf|mathrm)\s*\{[^{}]*\}")
-_NUMBER = re.compile(r"-?\d(?:[\d,]*\d)?(?:\.\d+)?(?:/\d+)?")
 
 
-def _read_box(text: str, start: int) -> str | None:
-    """The argument of a box command whose name ends at ``start``, or None if unclosed."""
+@dataclass(frozen=True)
+class ExtractionConfig:
+    """Which extraction rules run (see the module docstring for their order).
+
+    A frozen dataclass, like math-verify's extraction configs, so it can be shared and hashed.
+    """
+
+    boxed: bool = True
+    final_answer: bool = True
+    answer_phrase: bool = True
+    bare: bool = True
+    math_span: bool = True
+    last_number: bool = True
+    languages: tuple[str, ...] = ("en", "fr", "zh")
+    choices: tuple[str, ...] = ("A", "B", "C", "D", "E")
+    chat_markers: tuple[str, ...] = field(default=_CHAT_MARKERS)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.languages) - set(_ANSWER_WORDS)
+        if unknown:
+            raise ValueError(
+                f"unknown answer languages {sorted(unknown)}; valid: {sorted(_ANSWER_WORDS)}"
+            )
+        bad = [c for c in self.choices if not re.fullmatch(r"[A-Za-z0-9]", c)]
+        if bad:
+            raise ValueError(f"choices must be single letters or digits, got {bad}")
+
+
+DEFAULT_CONFIG = ExtractionConfig()
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """An extracted answer and the rule that found it (one of ``SOURCES``)."""
+
+    answer: str | None
+    source: str
+
+
+_NONE = Extraction(None, "none")
+
+
+def _read_box(text: str, start: int) -> tuple[str, int] | None:
+    """The argument of a box command whose name ends at ``start`` and the index after it."""
     i = start
     n = len(text)
     while i < n and text[i] in " \t":
@@ -44,7 +127,7 @@ def _read_box(text: str, start: int) -> str | None:
         m = re.match(r"[^\s$]+", text[i : i + 200])
         if start == i or not m:  # "\boxedx" is another command, not a box
             return None
-        return m.group(0)
+        return m.group(0), i + m.end()
     depth = 0
     end = min(n, i + _MAX_BOX_CHARS)
     j = i
@@ -58,77 +141,250 @@ def _read_box(text: str, start: int) -> str | None:
         elif c == "}":
             depth -= 1
             if depth == 0:
-                return text[i + 1 : j]
+                return text[i + 1 : j], j + 1
         j += 1
     return None
 
 
-def last_boxed(text: str) -> str | None:
-    """The content of the last closed ``\\boxed{}``/``\\fbox{}`` in ``text``."""
+def _boxes(text: str) -> list[tuple[str, int, int]]:
+    """Closed boxes from the end: (content, start of the command, end), last first."""
+    found = []
     pos = len(text)
     for _ in range(_MAX_BOX_CANDIDATES):
-        found = max((text.rfind(c, 0, pos), c) for c in _BOX_COMMANDS)
-        idx, cmd = found
+        idx, cmd = max((text.rfind(c, 0, pos), c) for c in _BOX_COMMANDS)
         if idx < 0:
-            return None
-        content = _read_box(text, idx + len(cmd))
-        if content is not None:
-            return content.strip()
+            break
+        box = _read_box(text, idx + len(cmd))
+        if box is not None:
+            found.append((box[0].strip(), idx, box[1]))
+            if len(found) > 8:
+                break
         pos = idx
-    return None
+    return found
 
 
-def _after_phrase(text: str) -> str | None:
-    """The answer after the last "the answer is"-style phrase, or None."""
+_BOX_SEPARATOR = re.compile(
+    r"^[\s$.]*(?:,|;|\band\b|\bor\b|\\text\{\s*(?:and|or|,)\s*\}|\\quad|\\qquad)[\s$]*"
+    r"(?:[A-Za-z](?:_\{?\w+\}?)?\s*=\s*)?[\s$]*$"
+)
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last closed ``\\boxed{}``/``\\fbox{}``; adjacent boxes as one list."""
+    boxes = _boxes(text)
+    if not boxes:
+        return None
+    items = [boxes[0][0]]
+    for (content, _, end), (_, later_start, _) in zip(boxes[1:], boxes):
+        between = text[end:later_start]
+        if len(between) > _MAX_SEPARATOR_CHARS or not _BOX_SEPARATOR.match(between):
+            break
+        if content not in items:
+            items.append(content)
+    items = [i for i in reversed(items) if i]
+    return ", ".join(items) if items else None
+
+
+_MATH_SEGMENT = re.compile(
+    r"\$\$(.+?)\$\$|(?<![\\$])\$((?:\\\$|[^$\n])+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL
+)
+# Two plain words (outside \text{} labels such as units) mean prose, not a bare answer.
+_WORD = re.compile(r"(?<![\\A-Za-z{])[A-Za-z]{2,}(?![A-Za-z])")
+# Letters of scripts written without spaces (CJK, kana, hangul): such a line is prose.
+_PROSE_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_TEXT_GROUP = re.compile(r"\\(?:text|mbox|textbf|mathrm)\s*\{[^{}]*\}")
+# A number: thousands groups ("12,340", "12 340"), decimals, a slash fraction. Not the "2" of
+# "x2" or "\frac12": a letter or backslash before it makes it part of something else.
+_NUMBER = re.compile(
+    r"(?<![A-Za-z_\\\d.,])[-\u2212]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?: \d{3})+(?![\d.,])"
+    r"|\d+)(?:\.\d+)?(?:/\d+(?:\.\d+)?)?"
+)
+
+
+def _final_answer_pattern(languages: tuple[str, ...]) -> re.Pattern[str]:
+    words = [_ANSWER_WORDS[lang][0] for lang in languages]
+    return re.compile(
+        rf"(?:{'|'.join(words)})(?:\s*(?:is|est|是|为)\s*[:：]?|\s*(?:\*\*)?\s*[:：])\s*"
+        r"(?:(?:the\s+)?final\s+answer\s+is\s*:?)?[\s*]*",
+        re.IGNORECASE,
+    )
+
+
+def _answer_phrase_pattern(languages: tuple[str, ...]) -> re.Pattern[str]:
+    words = [_ANSWER_WORDS[lang][1] for lang in languages]
+    return re.compile(
+        r"(?:\bthe\s+(?:correct\s+)?answer\s+(?:is|would\s+be|should\s+be)\s*:?"
+        r"|\bla\s+r[ée]ponse\s+(?:est|sera)\s*:?"
+        rf"|(?:{'|'.join(words)})\s*(?:\*\*)?\s*(?:是|为|[:：])|(?<![A-Za-z])answer\s*(?=\\\(|\$)"
+        r"|####)[\s*]*",
+        re.IGNORECASE,
+    )
+
+
+_FINAL = {langs: _final_answer_pattern(langs) for langs in [DEFAULT_CONFIG.languages]}
+_PHRASE = {langs: _answer_phrase_pattern(langs) for langs in [DEFAULT_CONFIG.languages]}
+
+
+def _compiled(table: dict, make, languages: tuple[str, ...]) -> re.Pattern[str]:
+    if languages not in table:
+        table[languages] = make(languages)
+    return table[languages]
+
+
+_HOPE = re.compile(r"\.?\s*I\s+hope\s+it\s+is\s+correct.*$", re.IGNORECASE | re.DOTALL)
+
+
+def _answer_after(rest: str) -> str | None:
+    """The answer that opens ``rest`` (the text after an answer phrase)."""
+    rest = _HOPE.sub("", rest, count=1)
+    boxed = last_boxed(rest[:2000])
+    if boxed:
+        return boxed
+    line = rest.lstrip().split("\n", 1)[0].strip()
+    math = _MATH_SEGMENT.match(line) or _MATH_SEGMENT.search(line[:3])
+    if math:
+        return next(g for g in math.groups() if g is not None).strip() or None
+    line = re.split(r"(?<!\d)\.(?:\s|$)|\.\s|。|(?<=\d)\.$", line, maxsplit=1)[0]
+    line = line.strip().strip("*").strip().rstrip(".!;,").strip()
+    return line or None
+
+
+def _after_last(pattern: re.Pattern[str], text: str) -> str | None:
     last = None
-    for last in _ANSWER_PHRASE.finditer(text):
+    for last in pattern.finditer(text):
         pass
     if last is None:
         return None
-    rest = text[last.end() :]
-    boxed = last_boxed(rest)
-    if boxed:
-        return boxed
-    line = rest.split("\n", 1)[0].strip()
-    math = _MATH_SEGMENT.search(line)
-    if math:
-        return next(g for g in math.groups() if g is not None).strip() or None
-    line = re.split(r"\.\s", line, maxsplit=1)[0]
-    line = line.strip().strip("*").strip().rstrip(".!;").strip()
-    return line or None
+    return _answer_after(text[last.end() :])
 
 
 def is_bare_answer(text: str) -> bool:
     """Whether ``text`` reads as a bare answer (short, one line, no prose) and not a response."""
     s = text.strip()
-    if not s or len(s) > _MAX_BARE_CHARS or "\n" in s:
+    if not s or len(s) > _MAX_BARE_CHARS or "\n" in s or _PROSE_SCRIPT.search(s):
         return False
     return len(_WORD.findall(_TEXT_GROUP.sub(" ", s))) < 2
 
 
-def _bare(text: str) -> str | None:
-    return text.strip() if is_bare_answer(text) else None
+def _last_span_or_number(text: str, config: ExtractionConfig) -> Extraction:
+    span = number = None
+    if config.math_span:
+        for span in _MATH_SEGMENT.finditer(text):
+            pass
+    if config.last_number:
+        outside = _MATH_SEGMENT.sub(lambda m: " " * (m.end() - m.start()), text)
+        for number in _NUMBER.finditer(outside):
+            pass
+    if span is not None and (number is None or span.end() >= number.end()):
+        inner = next(g for g in span.groups() if g is not None).strip()
+        if inner:
+            return Extraction(inner, "math-span")
+    if number is not None:
+        return Extraction(number.group(0).replace("\u2212", "-"), "last-number")
+    return _NONE
 
 
-def _last_number(text: str) -> str | None:
+def _cut_chat_template(text: str, markers: tuple[str, ...]) -> str:
+    """The response up to the first chat-template marker after its first words."""
+    for marker in markers:
+        if marker in text:
+            head, _, rest = text.partition(marker)
+            if head.strip():
+                text = head
+            else:  # the response opens with a marker ("<|im_start|>assistant\n...")
+                text = re.sub(r"^\s*(?:assistant|user|system)?\s*\n?", "", rest)
+                text = _cut_chat_template(text, markers)
+    return text
+
+
+_LETTER_START = re.compile(
+    r"^[ \t*#>]*(?:\(([A-Za-z])\)|([A-Za-z])(?=[.):]|[ \t]*$))", re.MULTILINE
+)
+# "A train leaves ...": the article at a sentence start is not the choice A.
+_ARTICLE = re.compile(r"(?:^|(?<=[.!?]\s))A(?=\s+[a-z])", re.MULTILINE)
+_NEGATION = re.compile(
+    r"\b(?:not|isn't|is\s+not|rather\s+than|instead\s+of|never)\b[^.;\n]*", re.IGNORECASE
+)
+
+
+def _letter_in(answer: str, choices: tuple[str, ...]) -> str | None:
+    """The choice letter an anchored answer names ("(C)", "C. Carol", "\\text{(C)}")."""
+    s = re.sub(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}", r"\1", answer).strip()
+    s = s.strip("$*").strip()
+    m = re.match(r"^(?:option\s+|choice\s+)?\(?([A-Za-z])\)?(?![A-Za-z])", s, re.IGNORECASE)
+    if m and m.group(1) in choices:
+        return m.group(1)
+    return None
+
+
+def _mcq_in_prose(text: str, choices: tuple[str, ...]) -> str | None:
+    """A letter opening the response or a line, else the last letter that is not negated."""
+    keys = "".join(re.escape(c) for c in choices)
+    for m in _LETTER_START.finditer(text[:2000]):
+        letter = m.group(1) or m.group(2)
+        if letter in choices:
+            return letter
+        break  # only the very first line start counts as "the response opens with"
+    unnegated = _NEGATION.sub(lambda m: " " * (m.end() - m.start()), text)
+    unnegated = _ARTICLE.sub(" ", unnegated)
+    standalone = re.compile(rf"(?<![A-Za-z0-9\\])\(?([{keys}])\)?(?![A-Za-z0-9'])")
     last = None
-    for last in _NUMBER.finditer(text):
+    for last in standalone.finditer(unnegated):
         pass
-    return last.group(0) if last else None
+    return last.group(1) if last else None
 
 
-def extract_answer(text: str, *, last_number_fallback: bool = True) -> str | None:
-    """Return the final answer written in ``text`` (a response or a bare answer), or None.
+def extract(
+    text: Any, config: ExtractionConfig = DEFAULT_CONFIG, *, choice: bool = False
+) -> Extraction:
+    """The final answer in ``text`` (a response or a bare answer) and the rule that found it.
 
-    ``last_number_fallback`` turns on the last rule (the last number in the text).
-    Non-strings are converted with ``str``; ``None`` gives ``None``.
+    ``choice=True`` reads a multiple-choice letter from ``config.choices`` (see the module
+    docstring). Non-strings are converted with ``str``; ``None`` gives ``Extraction(None,
+    "none")``. Never raises on any string.
     """
     if text is None:
-        return None
+        return _NONE
     if not isinstance(text, str):
         text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
-    for rule in (last_boxed, _after_phrase, _bare):
-        found = rule(text)
-        if found:
-            return found
-    return _last_number(text) if last_number_fallback else None
+    if config.chat_markers:
+        text = _cut_chat_template(text, config.chat_markers)
+    tail = text[-_TAIL_CHARS:]
+    found: list[tuple[str, Any]] = []
+    if config.boxed:
+        found.append(("boxed", lambda: last_boxed(text)))
+    if config.final_answer:
+        pattern = _compiled(_FINAL, _final_answer_pattern, config.languages)
+        found.append(("final-answer", lambda: _after_last(pattern, tail)))
+    if config.answer_phrase:
+        phrase = _compiled(_PHRASE, _answer_phrase_pattern, config.languages)
+        found.append(("answer-phrase", lambda: _after_last(phrase, tail)))
+    for source, rule in found:
+        answer = rule()
+        if not answer:
+            continue
+        if not choice:
+            return Extraction(answer, source)
+        letter = _letter_in(answer, config.choices)
+        if letter:
+            return Extraction(letter, source)
+    if choice:
+        letter = _mcq_in_prose(tail, config.choices)
+        return Extraction(letter, "mcq") if letter else _NONE
+    if config.bare and is_bare_answer(text):
+        return Extraction(text.strip(), "bare")
+    return _last_span_or_number(tail, config)
+
+
+def extract_answer(
+    text: Any, config: ExtractionConfig | None = None, *, last_number_fallback: bool = True
+) -> str | None:
+    """Return the final answer written in ``text`` (a response or a bare answer), or None.
+
+    ``config`` chooses the rules (default ``ExtractionConfig()``); ``last_number_fallback=False``
+    is a shortcut for ``ExtractionConfig(last_number=False)``.
+    """
+    config = config or DEFAULT_CONFIG
+    if not last_number_fallback and config.last_number:
+        config = replace(config, last_number=False)
+    return extract(text, config).answer

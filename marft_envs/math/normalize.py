@@ -24,15 +24,21 @@ _UNICODE = {
     "\u2212": "-", "\u2013": "-", "\u00d7": "\\times ", "\u00f7": "\\div ", "\u00b7": "\\cdot ",
     "\u22c5": "\\cdot ", "\u03c0": "\\pi ", "\u221e": "\\infty ", "\u221a": "\\sqrt",
     "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\ne ", "\u222a": "\\cup ", "\u2229": "\\cap ",
-    "\u00b2": "^2", "\u00b3": "^3", "\u00b0": "", "\u2032": "'",
+    "\u00b2": "^2", "\u00b3": "^3", "\u00b0": "", "\u2032": "'", "\u20ac": "", "\u00a3": "",
+    "\u00a5": "", "\u2248": "=",
 }
-_THIN_THOUSANDS = re.compile(r"(?<=\d)(?<!\\\\)\\[,!; ](?=\d{3}(?!\d))")
+# 12\,340, 12{,}340, 12,\!340: thousands separators in every LaTeX spelling.
+_THIN_THOUSANDS = re.compile(r"(?<=\d)(?<!\\\\)(?:\\[,!; ]|\{,\}|,\\[!,;: ]|,\{\})(?=\d{3}(?!\d))")
+_ASCII_RELATIONS = [(re.compile(p), r) for p, r in [
+    (r">=|=>", r"\\ge "), (r"<=|=<", r"\\le "), (r"=/=|(?<![\d)}!])!=", r"\\ne ")]]
 _SPACING = re.compile(
     r"\\\\|\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle|textstyle|quad|qquad|"
     r"limits|nolimits)(?![A-Za-z])|\\[!,;: ]|~"
 )
 _ALIASES = [
-    (re.compile(r"\\[dt]frac(?![A-Za-z])"), r"\\frac"),
+    (re.compile(r"\\[dtc]frac(?![A-Za-z])"), r"\\frac"),
+    (re.compile(r"\\geqq(?![A-Za-z])"), r"\\ge "),
+    (re.compile(r"\\leqq(?![A-Za-z])"), r"\\le "),
     (re.compile(r"\\leq?slant(?![A-Za-z])|\\leq(?![A-Za-z])"), r"\\le "),
     (re.compile(r"\\geq?slant(?![A-Za-z])|\\geq(?![A-Za-z])"), r"\\ge "),
     (re.compile(r"\\neq(?![A-Za-z])"), r"\\ne "),
@@ -56,6 +62,9 @@ _UNIT_POWER = re.compile(r"\s*\^\s*(?:\{\s*[23]\s*\}|[23])")
 _MATH_WORDS = {"pi", "sqrt", "sin", "cos", "tan", "log", "ln", "exp", "and", "or", "i", "e"}
 _TRAILING_UNIT = re.compile(r"(?<=[\d}).])((?:\s+[A-Za-z]{2,}\.?(?:\s*\^\s*\{?[23]\}?)?)+)\s*$")
 _THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_SPACE_THOUSANDS = re.compile(r"^-?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
+# "[\begin{array}..\end{array}]" (from \left[ ... \right]): the brackets are the matrix's own.
+_BRACKETED_MATRIX = re.compile(r"^[\[(]\s*(\\begin\{(array|matrix)\}.*\\end\{\2\})\s*[\])]$", re.S)
 _FRAC_SHORT = [
     (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*([0-9a-zA-Z])"), r"\\frac{\1}{\2}"),
     (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*\{"), r"\\frac{\1}{"),
@@ -153,6 +162,9 @@ def normalize(answer: str) -> str:
     s = s.replace("\\$", " ").replace("$", " ")
     s = re.sub(r"(?<!\\)\\[()\[\]]", " ", s)
     s = _THIN_THOUSANDS.sub("", s)
+    if "=" in s:
+        for pattern, latex_op in _ASCII_RELATIONS:
+            s = pattern.sub(latex_op, s)
     s = _SPACING.sub(lambda m: m.group() if m.group() == "\\\\" else " ", s)
     for pattern, repl in _ALIASES:
         s = pattern.sub(repl, s)
@@ -166,6 +178,8 @@ def normalize(answer: str) -> str:
     s = s.replace("{,}", "")
     if _THOUSANDS.match(s):
         s = s.replace(",", "")
+    if _SPACE_THOUSANDS.match(s):
+        s = s.replace(" ", "")
     for pattern, repl in _FRAC_SHORT:
         s = pattern.sub(repl, s)
     s = _MIXED_NUMBER.sub(_mixed_number, s)
@@ -176,4 +190,26 @@ def normalize(answer: str) -> str:
     m = _SINGLE_TOKEN_PARENS.match(s)
     if m:
         s = m.group(1)
+    m = _BRACKETED_MATRIX.match(s)
+    if m:
+        s = m.group(1)
     return s
+
+
+# Units written against a number ("5cm", "3 s", "12 km/h", "3页", "13只"). Only stripped from a
+# prediction whose reference is a plain number (``strip_units``): "3s" may be 3*s elsewhere.
+_UNIT_WORDS = (
+    "km/h|m/s|mph|kmh|cm|mm|km|m|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|"
+    "years?|kg|g|mg|lbs?|oz|ft|feet|in|inch(?:es)?|yds?|mi|miles?|ml|mL|l|L|units?|dollars?|"
+    "cents?|degrees?|pages?|people|students?|apples?|eggs?|pounds?|meters?|cm\\^2|m\\^2"
+)
+_GLUED_UNIT = re.compile(
+    rf"^(-?(?:\d+(?:\.\d+)?|\.\d+)(?:/\d+)?)\s*(?:(?:{_UNIT_WORDS})(?:\^\{{?[23]\}}?)?\.?"
+    r"|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]{1,4})$"
+)
+
+
+def strip_units(answer: str) -> str:
+    """``5cm`` -> ``5``, ``3页`` -> ``3``: a normalised number followed only by a unit."""
+    m = _GLUED_UNIT.match(answer)
+    return m.group(1) if m else answer

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .latex import LatexError, free_symbols, parse_latex
+
 MAX_ITEMS = 64
 
 
@@ -92,10 +94,25 @@ _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 
 
+_NAME_PARTS = re.compile(r"\\(?:frac|angle|overline|widehat|hat|bar|vec|overrightarrow|triangle|"
+                         r"measuredangle|operatorname|mathrm|text)(?![A-Za-z])|[{}()\s^_',|]")
+
+
+def _names_quantity(lhs: str) -> bool:
+    """A left side made only of letters (``\\frac{AB}{CD}``, ``m\\angle ABC``, ``BC``): a name."""
+    bare = _NAME_PARTS.sub("", lhs)
+    return bare.isascii() and bare.isalpha() and len(bare) <= 12
+
+
 def _is_calculation(lhs: str) -> bool:
-    """A left-hand side with digits and no unknowns (``3 + 4``, ``2 \\cdot 3``): arithmetic."""
+    """A left side without unknowns (``3 + 4``, ``2 \\cdot 3``, ``e^{i\\pi}``): it states a value."""
     bare = _COMMAND.sub("", lhs)
-    return any(c.isdigit() for c in bare) and not any(c.isalpha() for c in bare)
+    if any(c.isdigit() for c in bare) and not any(c.isalpha() for c in bare):
+        return True
+    try:
+        return not free_symbols(parse_latex(lhs))
+    except LatexError:
+        return False
 
 
 def _scan(s: str):
@@ -188,7 +205,7 @@ def parse_answer(s: str) -> object:
         lhs, rhs = parts[0].strip(), parts[-1].strip()
         if _is_calculation(lhs):
             return parse_answer(rhs)  # "3 + 4 = 7" states the value 7, as a worked answer does
-        if _VAR.match(lhs):
+        if _VAR.match(lhs) or (len(parts) == 2 and _names_quantity(lhs)):
             return Assign(lhs, parse_answer(rhs))
         return Equation(lhs, rhs)
     parts, ops = split_top(s, tuple(_REL_OPS))

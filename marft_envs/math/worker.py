@@ -33,7 +33,7 @@ from typing import Any
 # replacement for a killed one) is forked from it, ready in milliseconds. Where it
 # does not exist, spawn (each worker imports sympy itself).
 START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-_PRELOAD = ["marft_envs.math.equivalence", "marft_envs.math.symbolic"]
+_PRELOAD = ["marft_envs.math.equivalence", "marft_envs.math.symbolic", "math_verify"]
 STARTUP_TIMEOUT = 120.0  # a cold worker (spawn + import sympy) on a loaded host
 MEMORY_LIMIT_BYTES = 4 << 30
 DEFAULT_POOL_SIZE = max(1, min(4, os.cpu_count() or 1))
@@ -59,6 +59,7 @@ def _limit_memory() -> None:
 def _serve(conn) -> None:
     """Worker main loop: run ``(fn, args)`` jobs until the pipe closes or ``None`` arrives."""
     _limit_memory()
+    import math_verify  # noqa: F401
     import sympy  # noqa: F401  (imported before "ready": not on any job's clock)
 
     from . import equivalence  # noqa: F401

@@ -1,0 +1,31 @@
+"""The math-verify stage: HuggingFace's math-verify on pairs our own parser cannot read.
+
+Runs only inside the killable worker (``worker.py``), so math-verify's own signal-based
+time limits are turned off and ours holds. Both sides are the already-extracted answers,
+each given to ``math_verify.parse`` as ``$...$`` (its best input on the measured sets);
+``verify`` is called with the reference as gold, as math-verify's API asks.
+"""
+
+from __future__ import annotations
+
+import logging
+
+_LOGGERS = ("math_verify", "latex2sympy2_extended")
+
+
+def _quiet() -> None:
+    # math-verify logs a warning when its own timeouts are off: ours (a killed worker) apply.
+    for name in _LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def mv_equal(answer: str, reference: str) -> bool:
+    """Whether math-verify finds ``answer`` equal to ``reference`` (False when it cannot tell)."""
+    from math_verify import parse, verify
+
+    _quiet()
+    gold = parse(f"${reference}$", parsing_timeout=None)
+    pred = parse(f"${answer}$", parsing_timeout=None)
+    if not gold or not pred:
+        return False
+    return bool(verify(gold, pred, timeout_seconds=None))
