@@ -26,7 +26,9 @@ from .magnitude import clearly_different
 
 EXACT, NUMERIC, SYMBOLIC = "exact", "numeric", "symbolic"
 UNPARSED = "unparsed"  # with equal=False: our parser could not read a side (not a decision)
-_RANK = {EXACT: 0, UNPARSED: 0, NUMERIC: 1, SYMBOLIC: 2}
+SHAPE = "shape"  # with equal=False: the two answers have shapes our rules do not compare
+UNDECIDED_METHODS = (UNPARSED, SHAPE)
+_RANK = {EXACT: 0, UNPARSED: 0, SHAPE: 0, NUMERIC: 1, SYMBOLIC: 2}
 SAMPLE_POINTS = 3
 _ZERO = Fraction(0)
 _ONE = Fraction(1)
@@ -279,7 +281,9 @@ def compare(p, r, judge) -> Outcome:
     if tp is st.Leaf and tr is st.Leaf:
         return judge.expr(p.text, r.text)
     if tp is st.Text or tr is st.Text:
-        return (tp is tr and _text_key(p.text) == _text_key(r.text)), EXACT
+        if tp is tr:
+            return _text_key(p.text) == _text_key(r.text), EXACT
+        return False, SHAPE
     if tp is st.Assign and tr is st.Assign:
         if p.var != r.var:
             return False, EXACT
@@ -302,8 +306,7 @@ def compare(p, r, judge) -> Outcome:
         a, b = as_set(p), as_set(r)
         if a is not None and b is not None:
             return same_set(a, b), NUMERIC
-        if tp is tr:
-            return False, EXACT
+        return False, (EXACT if tp is tr else SHAPE)
     if tp is st.Seq and tr is st.Seq:
         if (p.open, p.close) != (r.open, r.close) or len(p.items) != len(r.items):
             return False, EXACT
@@ -315,9 +318,8 @@ def compare(p, r, judge) -> Outcome:
         return _all(zip(p.items, r.items), judge)  # a bare list read as a tuple
     unordered = (st.Bag, st.SetOf)
     if tp in unordered and tr in unordered:
-        xs = _dedupe(p.items) if tp is st.SetOf else p.items
-        ys = _dedupe(r.items) if tr is st.SetOf else r.items
-        return _unordered(xs, ys, judge)
+        # A list of solutions is a set: a repeated solution is still one solution.
+        return _unordered(_dedupe(p.items), _dedupe(r.items), judge)
     if tp is st.Union and tr is st.Union:
         return _unordered(p.items, r.items, judge)
     if tp is st.Matrix and tr is st.Matrix:
@@ -330,10 +332,23 @@ def compare(p, r, judge) -> Outcome:
         round_seq = tp is st.Bag or tr is st.Bag or (
             isinstance(other, st.Seq) and (other.open, other.close) == ("(", ")")
         )
+        if not isinstance(other, (st.Seq, st.Bag)):
+            return False, SHAPE  # a matrix against an expression ("A + B"): math-verify's case
         if vec is None or not round_seq or len(vec) != len(other.items):
             return False, EXACT
         return _all(zip(vec, other.items) if tp is st.Matrix else zip(other.items, vec), judge)
-    return False, EXACT
+    # Our rules decide tuple vs set vs list and a set vs its element; a union or an expression
+    # we cannot read against another shape ("{1,2} \\cap {2,3}" vs "\\{2\\}") is math-verify's.
+    unreadable = any(type(x) is st.Leaf and not _parses(x.text) for x in (p, r))
+    return False, (SHAPE if st.Union in (tp, tr) or unreadable else EXACT)
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse_latex(text)
+    except LatexError:
+        return False
+    return True
 
 
 def equivalent(pred: str, ref: str, judge) -> Outcome:
@@ -371,7 +386,9 @@ def full_compare(pred: str, ref: str, answer: str | None = None,
     equal, method = equivalent(pred, ref, SympyJudge())
     if equal:
         return True, method
-    if answer is not None and reference is not None and (equal is None or method == UNPARSED):
+    if answer is not None and reference is not None and (
+        equal is None or method in UNDECIDED_METHODS
+    ):
         from .mv_stage import mv_equal
 
         if mv_equal(answer, reference):

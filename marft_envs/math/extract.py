@@ -51,7 +51,6 @@ _MAX_BOX_CANDIDATES = 20  # unclosed boxes to skip before giving up (adversarial
 _MAX_BOX_CHARS = 10_000  # a box longer than this is not an answer
 _MAX_BARE_CHARS = 200
 _TAIL_CHARS = 20_000  # the phrase, span and number rules only look at the end of a response
-_MAX_SEPARATOR_CHARS = 40  # "\boxed{2}$ and $\boxed{3}": boxes this close form one answer
 
 # Answer words per language, after lighteval's translation literals (answer, final answer).
 _ANSWER_WORDS = {
@@ -163,10 +162,20 @@ def _boxes(text: str) -> list[tuple[str, int, int]]:
     return found
 
 
-_BOX_SEPARATOR = re.compile(
-    r"^[\s$.]*(?:,|;|\band\b|\bor\b|\\text\{\s*(?:and|or|,)\s*\}|\\quad|\\qquad)[\s$]*"
-    r"(?:[A-Za-z](?:_\{?\w+\}?)?\s*=\s*)?[\s$]*$"
+# What may stand between two boxes that are one answer: nothing, or a few words with a
+# separator ("\\boxed{1} and \\boxed{2}", "\\boxed{(3, 3)} \\text{ for part (a) and } \\boxed{(1, 1)}").
+_BETWEEN_NOISE = re.compile(
+    r"\\(?:text|mathrm|textbf)\s*\{([^{}]*)\}|\\q?quad|\\[,;!\s()\[\]]|[$.]"
 )
+_SEPARATOR = re.compile(r"(?:^|[^A-Za-z])(?:and|or|et|ou)(?:$|[^A-Za-z])|[,;和或]")
+
+
+def _joins(between: str) -> bool:
+    """Whether two boxes with ``between`` between them are one answer."""
+    if len(between) > 70 or "\n\n" in between:
+        return False
+    text = _BETWEEN_NOISE.sub(lambda m: f" {m.group(1) or ''} ", between).strip()
+    return not text or (len(text.split()) <= 8 and bool(_SEPARATOR.search(text)))
 
 
 def last_boxed(text: str) -> str | None:
@@ -176,8 +185,7 @@ def last_boxed(text: str) -> str | None:
         return None
     items = [boxes[0][0]]
     for (content, _, end), (_, later_start, _) in zip(boxes[1:], boxes):
-        between = text[end:later_start]
-        if len(between) > _MAX_SEPARATOR_CHARS or not _BOX_SEPARATOR.match(between):
+        if not _joins(text[end:later_start]):
             break
         if content not in items:
             items.append(content)
@@ -192,12 +200,14 @@ _MATH_SEGMENT = re.compile(
 _WORD = re.compile(r"(?<![\\A-Za-z{])[A-Za-z]{2,}(?![A-Za-z])")
 # Letters of scripts written without spaces (CJK, kana, hangul): such a line is prose.
 _PROSE_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_LABEL = re.compile(r"^[A-Za-zÀ-ÿ]{2,}\s*:\s*\S")
 _TEXT_GROUP = re.compile(r"\\(?:text|mbox|textbf|mathrm)\s*\{[^{}]*\}")
 # A number: thousands groups ("12,340", "12 340"), decimals, a slash fraction. Not the "2" of
 # "x2" or "\frac12": a letter or backslash before it makes it part of something else.
 _NUMBER = re.compile(
-    r"(?<![A-Za-z_\\\d.,])[-\u2212]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?: \d{3})+(?![\d.,])"
-    r"|\d+)(?:\.\d+)?(?:/\d+(?:\.\d+)?)?"
+    r"[-\u2212]?\\[dtc]?frac\{\d+(?:\.\d+)?\}\{\d+(?:\.\d+)?\}"
+    r"|(?<![A-Za-z_\\\d.,{])[-\u2212]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d{1,3}(?: \d{3})+(?![\d.,])"
+    r"|\d+,\d{2}(?![\d,])|\d+)(?:\.\d+)?(?:/\d+(?:\.\d+)?)?"
 )
 
 
@@ -214,8 +224,8 @@ def _answer_phrase_pattern(languages: tuple[str, ...]) -> re.Pattern[str]:
     words = [_ANSWER_WORDS[lang][1] for lang in languages]
     return re.compile(
         r"(?:\bthe\s+(?:correct\s+)?answer\s+(?:is|would\s+be|should\s+be)\s*:?"
-        r"|\bla\s+r[ée]ponse\s+(?:est|sera)\s*:?"
-        rf"|(?:{'|'.join(words)})\s*(?:\*\*)?\s*(?:是|为|[:：])|(?<![A-Za-z])answer\s*(?=\\\(|\$)"
+        r"|\br[ée]ponse\s+(?:est|sera)\s*:?"
+        rf"|(?:{'|'.join(words)})\s*(?:\*\*)?\s*(?:是|为|[:：])|(?<![A-Za-z])answer\s*(?=\\[(\[]|\$)"
         r"|####)[\s*]*",
         re.IGNORECASE,
     )
@@ -234,28 +244,61 @@ def _compiled(table: dict, make, languages: tuple[str, ...]) -> re.Pattern[str]:
 _HOPE = re.compile(r"\.?\s*I\s+hope\s+it\s+is\s+correct.*$", re.IGNORECASE | re.DOTALL)
 
 
-def _answer_after(rest: str) -> str | None:
+def _answer_after(rest: str, config: ExtractionConfig) -> str | None:
     """The answer that opens ``rest`` (the text after an answer phrase)."""
     rest = _HOPE.sub("", rest, count=1)
     boxed = last_boxed(rest[:2000])
     if boxed:
         return boxed
-    line = rest.lstrip().split("\n", 1)[0].strip()
-    math = _MATH_SEGMENT.match(line) or _MATH_SEGMENT.search(line[:3])
+    rest = re.sub(r"^\s*(?:\\\"|[\"'`])*\s*", "", rest)  # a quoted answer: \"$12$\"
+    spans = _span_run(rest)
+    if spans:
+        return spans
+    line = rest.split("\n", 1)[0].strip()
+    math = _MATH_SEGMENT.search(line[:3])
     if math:
         return next(g for g in math.groups() if g is not None).strip() or None
     line = re.split(r"(?<!\d)\.(?:\s|$)|\.\s|。|(?<=\d)\.$", line, maxsplit=1)[0]
     line = line.strip().strip("*").strip().rstrip(".!;,").strip()
-    return line or None
+    if not line or is_bare_answer(line):
+        return line or None
+    # A sentence ("The volume of $ABCD$ is 120", "Janeth aura encore 220 $ à payer d'ici 12
+    # mois"): its first number, else its last math span.
+    number = _NUMBER.search(_MATH_SEGMENT.sub(_blank, line))
+    if number:
+        return number.group(0).replace("\u2212", "-")
+    return _last_span_or_number(line, config).answer or line
 
 
-def _after_last(pattern: re.Pattern[str], text: str) -> str | None:
+_SPAN_SEPARATOR = re.compile(r"\s*(?:,|;|\band\b|\bor\b|\bet\b|\bou\b)\s*")
+
+
+def _span_run(rest: str) -> str | None:
+    """Math spans that open ``rest``, joined when written as a list ("$12$ and $13$")."""
+    items = []
+    pos = 0
+    for _ in range(6):
+        math = _MATH_SEGMENT.match(rest, pos)
+        if not math:
+            break
+        items.append(_span_text(math))
+        sep = _SPAN_SEPARATOR.match(rest, math.end())
+        if not sep:
+            break
+        pos = sep.end()
+    items = [i for i in items if i]
+    return ", ".join(items) if items else None
+
+
+def _blank(m: re.Match) -> str:
+    return " " * (m.end() - m.start())
+
+
+def _last_match(pattern: re.Pattern[str], text: str) -> re.Match | None:
     last = None
     for last in pattern.finditer(text):
         pass
-    if last is None:
-        return None
-    return _answer_after(text[last.end() :])
+    return last
 
 
 def is_bare_answer(text: str) -> bool:
@@ -263,25 +306,36 @@ def is_bare_answer(text: str) -> bool:
     s = text.strip()
     if not s or len(s) > _MAX_BARE_CHARS or "\n" in s or _PROSE_SCRIPT.search(s):
         return False
+    if _LABEL.match(s):  # "Soucis : 2,74 $": a label, then the answer
+        return False
     return len(_WORD.findall(_TEXT_GROUP.sub(" ", s))) < 2
 
 
 def _last_span_or_number(text: str, config: ExtractionConfig) -> Extraction:
-    span = number = None
-    if config.math_span:
-        for span in _MATH_SEGMENT.finditer(text):
-            pass
+    # Spans that are prose ("how many $? just about 1$") are not answers; numbers in them are.
+    spans = [m for m in _MATH_SEGMENT.finditer(text) if config.math_span and _span_is_math(m)]
+    span = spans[-1] if spans else None
+    number = None
     if config.last_number:
-        outside = _MATH_SEGMENT.sub(lambda m: " " * (m.end() - m.start()), text)
-        for number in _NUMBER.finditer(outside):
+        outside = list(text)
+        for m in spans:
+            outside[m.start() : m.end()] = " " * (m.end() - m.start())
+        for number in _NUMBER.finditer("".join(outside)):
             pass
     if span is not None and (number is None or span.end() >= number.end()):
-        inner = next(g for g in span.groups() if g is not None).strip()
-        if inner:
-            return Extraction(inner, "math-span")
+        return Extraction(_span_text(span), "math-span")
     if number is not None:
         return Extraction(number.group(0).replace("\u2212", "-"), "last-number")
     return _NONE
+
+
+def _span_text(m: re.Match) -> str:
+    return next(g for g in m.groups() if g is not None).strip()
+
+
+def _span_is_math(m: re.Match) -> bool:
+    inner = _span_text(m)
+    return bool(inner) and (len(inner) > _MAX_BARE_CHARS or is_bare_answer(inner) or "\n" in inner)
 
 
 def _cut_chat_template(text: str, markers: tuple[str, ...]) -> str:
@@ -298,12 +352,14 @@ def _cut_chat_template(text: str, markers: tuple[str, ...]) -> str:
 
 
 _LETTER_START = re.compile(
-    r"^[ \t*#>]*(?:\(([A-Za-z])\)|([A-Za-z])(?=[.):]|[ \t]*$))", re.MULTILINE
+    r"^[ \t*#>]*(?:\(([A-Za-z])\)|([A-Za-z])(?=[.):。，、]|[ \t]*$|[\u4e00-\u9fff]))", re.MULTILINE
 )
 # "A train leaves ...": the article at a sentence start is not the choice A.
 _ARTICLE = re.compile(r"(?:^|(?<=[.!?]\s))A(?=\s+[a-z])", re.MULTILINE)
+# "not A or B", "can't be A", "non A", "不是 A": the letters named after a negation.
 _NEGATION = re.compile(
-    r"\b(?:not|isn't|is\s+not|rather\s+than|instead\s+of|never)\b[^.;\n]*", re.IGNORECASE
+    r"(?:\b(?:not|never|non|pas|rather\s+than|instead\s+of)\b|n't|不是|而非)\s*(?:be\s+)?"
+    r"(?:\(?[A-Z]\)?(?![A-Za-z])\s*(?:,|\bor\b|\band\b|\bnor\b|\bou\b|或|和)?\s*)+"
 )
 
 
@@ -350,16 +406,24 @@ def extract(
     if config.chat_markers:
         text = _cut_chat_template(text, config.chat_markers)
     tail = text[-_TAIL_CHARS:]
-    found: list[tuple[str, Any]] = []
-    if config.boxed:
-        found.append(("boxed", lambda: last_boxed(text)))
+    final = phrase = None
     if config.final_answer:
-        pattern = _compiled(_FINAL, _final_answer_pattern, config.languages)
-        found.append(("final-answer", lambda: _after_last(pattern, tail)))
+        final = _last_match(_compiled(_FINAL, _final_answer_pattern, config.languages), tail)
     if config.answer_phrase:
-        phrase = _compiled(_PHRASE, _answer_phrase_pattern, config.languages)
-        found.append(("answer-phrase", lambda: _after_last(phrase, tail)))
-    for source, rule in found:
+        phrase = _last_match(_compiled(_PHRASE, _answer_phrase_pattern, config.languages), tail)
+    rules: list[tuple[str, Any]] = []
+    boxes = _boxes(text) if config.boxed else []
+    box_end = boxes[0][2] - (len(text) - len(tail)) if boxes else -1
+    if final is not None and final.start() >= box_end:
+        # "Final Answer: The final answer is $X$." after the last box is the model's last word.
+        rules.append(("final-answer", lambda: _answer_after(tail[final.end() :], config)))
+    if boxes:
+        rules.append(("boxed", lambda: last_boxed(text)))
+    if final is not None:
+        rules.append(("final-answer", lambda: _answer_after(tail[final.end() :], config)))
+    if phrase is not None:
+        rules.append(("answer-phrase", lambda: _answer_after(tail[phrase.end() :], config)))
+    for source, rule in rules:
         answer = rule()
         if not answer:
             continue

@@ -9,6 +9,7 @@ intervals. Anything else gives None ("not a set we understand").
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -77,8 +78,15 @@ def _intersect(x: Interval, y: Interval) -> Interval:
     return Interval(lo, hi, lo_closed, hi_closed)
 
 
+_FUNCTION_VALUE = re.compile(r"^[A-Za-z]\([A-Za-z]\)$")
+
+
 def relation_set(rel: st.Relation) -> list[Interval] | None:
-    """The solution set of a chain of inequalities in one variable, or None."""
+    """The solution set of a chain of inequalities in one variable, or None.
+
+    A function value standing alone (``0 < f(x) < 1``) is the variable of its chain.
+    """
+    rel = st.Relation(tuple("t" if _FUNCTION_VALUE.match(p) else p for p in rel.parts), rel.ops)
     try:
         names = frozenset().union(*(free_symbols(parse_latex(p)) for p in rel.parts))
         if len(names) != 1:

@@ -19,6 +19,11 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+def warm() -> None:
+    """Import math-verify and run it once, so a worker's first job does not pay for that."""
+    mv_equal("1", "1")
+
+
 def mv_equal(answer: str, reference: str) -> bool:
     """Whether math-verify finds ``answer`` equal to ``reference`` (False when it cannot tell)."""
     from math_verify import parse, verify

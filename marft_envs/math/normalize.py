@@ -25,14 +25,23 @@ _UNICODE = {
     "\u22c5": "\\cdot ", "\u03c0": "\\pi ", "\u221e": "\\infty ", "\u221a": "\\sqrt",
     "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\ne ", "\u222a": "\\cup ", "\u2229": "\\cap ",
     "\u00b2": "^2", "\u00b3": "^3", "\u00b0": "", "\u2032": "'", "\u20ac": "", "\u00a3": "",
-    "\u00a5": "", "\u2248": "=",
+    "\u00a5": "",
 }
 # 12\,340, 12{,}340, 12,\!340: thousands separators in every LaTeX spelling.
-_THIN_THOUSANDS = re.compile(r"(?<=\d)(?<!\\\\)(?:\\[,!; ]|\{,\}|,\\[!,;: ]|,\{\})(?=\d{3}(?!\d))")
+_THIN_THOUSANDS = re.compile(
+    r"(?<=\d)(?<!\\\\)\s?(?:\\[,!; ]|\{\s*,\s*\}|,\\[!,;: ]|,\{\})\s*(?=\d{3}(?!\d))"
+)
+# "\\left(" and "\\frac" (a JSON or prompt artefact, doubled backslashes) are "\left(", "\frac".
+_DOUBLED_BACKSLASH = re.compile(
+    r"\\\\(?=(?:left|right|frac|dfrac|tfrac|sqrt|pi|cdot|times|le|ge|leq|geq|ne|neq|infty|"
+    r"text|boxed|mathrm|begin|end|pm|in|cup)(?![A-Za-z]))"
+)
+# "\approx": an exact value then its approximation ("x = 1/3 \approx 0.33") keeps the exact one.
+_APPROX = re.compile(r"\\approx(?![A-Za-z])|\u2248")
 _ASCII_RELATIONS = [(re.compile(p), r) for p, r in [
     (r">=|=>", r"\\ge "), (r"<=|=<", r"\\le "), (r"=/=|(?<![\d)}!])!=", r"\\ne ")]]
 _SPACING = re.compile(
-    r"\\\\|\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle|textstyle|quad|qquad|"
+    r"\\\\|\\q?quad|\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle|textstyle|"
     r"limits|nolimits)(?![A-Za-z])|\\[!,;: ]|~"
 )
 _ALIASES = [
@@ -74,7 +83,20 @@ _FRAC_SHORT = [
 # "1\frac{4}{5}": an integer written against a proper numeric fraction is a mixed number (MATH
 # writes 11 of its 5000 test answers so), not a product; "2\frac{x}{3}" stays a product.
 _MIXED_NUMBER = re.compile(r"(?<![\w.^_}\\])(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
-_AND_OR = re.compile(r"\s+(?:and|or)\s+|,\s*(?:and|or)\s+")
+# "7 3/4": a mixed number written with a slash (PRM800K's grader reads it so).
+_MIXED_SLASH = re.compile(r"^(-?)(\d+)\s+(\d+)/(\d+)$")
+# "3 million": a number word multiplier, not a unit.
+_SCALE = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12}
+_SCALE_WORD = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(thousand|million|billion|trillion)$", re.I)
+_AND_OR = re.compile(
+    r"\s+(?:and|or)\s+|,\s*(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\\d-])"
+)
+_EMPTY_ITEMS = re.compile(r",(?:\s*,)+")
+# A whole answer in plain braces ("{1,3}", LaTeX grouping, not the set "\{1,3\}").
+_GROUPING_BRACES = re.compile(r"^\{([^{}]*)\}$")
+# "2,74", "1000,99", "0,111": a decimal comma (two decimals, or after a leading 0); "1,2" and
+# "1,000" stay a list and a thousands number.
+_DECIMAL_COMMA = re.compile(r"^(-?(?:\d+,\d{2}|0,\d+|\d{4,},\d{1,2}))$")
 _SPACE = re.compile(r"\s+")
 _USELESS_SPACE = re.compile(r"(?<![A-Za-z0-9]) | (?![A-Za-z0-9])")
 _SINGLE_TOKEN_PARENS = re.compile(r"^\((-?[A-Za-z0-9.]+)\)$")
@@ -119,6 +141,7 @@ def _unwrap_text(s: str) -> str:
         elif (
             m.group(1) in ("text", "mbox", "textrm", "mathrm", "textnormal")
             and _WORDS_ONLY.match(words)
+            and not (m.group(1) == "mathrm" and len(words) == 1)  # \mathrm{e}: Euler's e
             and s[m.start() : end].strip() != whole
             and re.search(r"[0-9}]", s[: m.start()] + s[end:])
         ):
@@ -143,6 +166,17 @@ def _strip_trailing_units(s: str) -> str:
     return s[: m.start(1)]
 
 
+def _approx(s: str) -> str:
+    """``x = 1/3 \\approx 0.33`` -> ``x = 1/3``; ``x \\approx 11`` -> ``x = 11``."""
+    m = _APPROX.search(s)
+    if not m:
+        return s
+    head = s[: m.start()].strip()
+    if "=" in head or not re.fullmatch(r"[A-Za-z](?:_\{?\w+\}?)?", head):
+        return head  # the exact value before the approximation
+    return _APPROX.sub("=", s, count=1)
+
+
 def _mixed_number(m: re.Match) -> str:
     whole, num, den = m.groups()
     if 0 < int(num) < int(den):
@@ -159,6 +193,11 @@ def normalize(answer: str) -> str:
         if k in s:
             s = s.replace(k, v)
     s = unicodedata.normalize("NFKC", s)
+    if "\\\\" in s:
+        s = _DOUBLED_BACKSLASH.sub(r"\\", s)
+    m = _DECIMAL_COMMA.match(s.strip().strip("$").strip())
+    if m:
+        s = m.group(1).replace(",", ".")
     s = s.replace("\\$", " ").replace("$", " ")
     s = re.sub(r"(?<!\\)\\[()\[\]]", " ", s)
     s = _THIN_THOUSANDS.sub("", s)
@@ -172,7 +211,16 @@ def normalize(answer: str) -> str:
     s = _PERCENT_DOLLAR.sub(" ", s)
     s = _unwrap_text(s)
     s = _AND_OR.sub(",", s)
+    s = s.replace(";", ",")
+    s = _EMPTY_ITEMS.sub(",", s)
+    s = _approx(s)
     s = _SPACE.sub(" ", s).strip()
+    m = _SCALE_WORD.match(s)
+    if m:
+        s = f"{m.group(1)}\\times 10^{{{_SCALE[m.group(2).lower()]}}}"
+    m = _MIXED_SLASH.match(s)
+    if m and 0 < int(m.group(3)) < int(m.group(4)):
+        s = f"{m.group(1)}({m.group(2)}+\\frac{{{m.group(3)}}}{{{m.group(4)}}})"
     s = _strip_trailing_units(s).strip()
     s = re.sub(r"\b(?:dollars?|cents?|USD)\b", " ", s).strip() if re.search(r"\d", s) else s
     s = s.replace("{,}", "")
@@ -190,6 +238,9 @@ def normalize(answer: str) -> str:
     m = _SINGLE_TOKEN_PARENS.match(s)
     if m:
         s = m.group(1)
+    m = _GROUPING_BRACES.match(s)
+    if m and not s.startswith("\\{"):
+        s = m.group(1)
     m = _BRACKETED_MATRIX.match(s)
     if m:
         s = m.group(1)
@@ -204,7 +255,7 @@ _UNIT_WORDS = (
     "cents?|degrees?|pages?|people|students?|apples?|eggs?|pounds?|meters?|cm\\^2|m\\^2"
 )
 _GLUED_UNIT = re.compile(
-    rf"^(-?(?:\d+(?:\.\d+)?|\.\d+)(?:/\d+)?)\s*(?:(?:{_UNIT_WORDS})(?:\^\{{?[23]\}}?)?\.?"
+    rf"^(-?(?:\d+(?:\.\d+)?|\.\d+|\\frac\{{\d+\}}\{{\d+\}})(?:/\d+)?)\s*(?:(?:{_UNIT_WORDS})(?:\^\{{?[23]\}}?)?\.?"
     r"|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]{1,4})$"
 )
 

@@ -88,14 +88,18 @@ _VAR = re.compile(
     r"^(?:[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+|[A-Za-z]\([^()]*\)|\([A-Za-z](?:,[A-Za-z])+\))$"
 )
 _MATRIX = re.compile(
-    r"^\\begin\{(pmatrix|bmatrix|Bmatrix|matrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}$", re.DOTALL
+    r"^\\begin\{(pmatrix|bmatrix|Bmatrix|matrix|array)\}(?:\{[lcr|]*\})?((?:(?!\\begin|\\end).)*)"
+    r"\\end\{\1\}$",
+    re.DOTALL,
 )
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
+_OPERATION = re.compile(r"\\(?:lim|sum|prod|int|binom|dbinom|bmod|pmod|det|begin\{vmatrix\})(?![A-Za-z])")
+_ENVIRONMENT = re.compile(r"\\(?:begin|end)\{\w+\}")
 
 
-_NAME_PARTS = re.compile(r"\\(?:frac|angle|overline|widehat|hat|bar|vec|overrightarrow|triangle|"
-                         r"measuredangle|operatorname|mathrm|text)(?![A-Za-z])|[{}()\s^_',|]")
+_NAME_PARTS = re.compile(r"_\{?\w+\}?|\\(?:frac|angle|overline|widehat|hat|bar|vec|overrightarrow|"
+                         r"triangle|measuredangle|operatorname|mathrm|text)(?![A-Za-z])|[{}()\s^',|:]")
 
 
 def _names_quantity(lhs: str) -> bool:
@@ -107,12 +111,16 @@ def _names_quantity(lhs: str) -> bool:
 def _is_calculation(lhs: str) -> bool:
     """A left side without unknowns (``3 + 4``, ``2 \\cdot 3``, ``e^{i\\pi}``): it states a value."""
     bare = _COMMAND.sub("", lhs)
+    if _OPERATION.search(lhs):
+        return True  # "\\binom{5}{2} = 10", "\\lim_{x \\to 0} \\frac{\\sin x}{x} = 1"
     if any(c.isdigit() for c in bare) and not any(c.isalpha() for c in bare):
-        return True
+        # "3 + 4 = 7", "\\log_2(8) = 3" state a value; "7 = 11a + c" does not.
+        return bool(re.search(r"[-+*/^!]", lhs) or _COMMAND.search(lhs))
     try:
-        return not free_symbols(parse_latex(lhs))
+        tree = parse_latex(lhs)
     except LatexError:
         return False
+    return tree[0] not in ("n", "c", "neg") and not free_symbols(tree)
 
 
 def _scan(s: str):
@@ -222,7 +230,7 @@ def parse_answer(s: str) -> object:
         if s.count(sign) == 1:
             plus, minus = ("+", "-") if sign == "\\pm" else ("-", "+")
             return Bag((parse_answer(s.replace(sign, plus)), parse_answer(s.replace(sign, minus))))
-    if _WORD.search(s):
+    if _WORD.search(_ENVIRONMENT.sub(" ", s)):
         return Text(s)
     return Leaf(s)
 

@@ -9,6 +9,7 @@ go to the time-limited worker pool, where sympy and then math-verify run.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -16,10 +17,13 @@ from dataclasses import replace
 from typing import Any
 
 from ..verdict import Verdict
-from .equivalence import UNPARSED, fast_compare, full_compare
-from .extract import DEFAULT_CONFIG, ExtractionConfig, extract
+from .equivalence import UNDECIDED_METHODS, fast_compare, full_compare
+from .extract import DEFAULT_CONFIG, ExtractionConfig, extract, is_bare_answer
 from .normalize import normalize, strip_units
 from .worker import WorkerError, WorkerTimeout, get_pool
+
+# "C", "(C)", "C. Cecile", "C Cecile": a choice letter, alone or before its option's text.
+_CHOICE_REFERENCE = re.compile(r"^\(?([A-Za-z])\)?(?:$|[.:)]?\s*[A-Z][a-z])")
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds allowed for the symbolic (sympy) step of one pair."""
@@ -66,8 +70,22 @@ class _Pending:
         self.pred, self.ref, self.reference = pred, ref, reference
 
 
-def _is_letter(text: str) -> bool:
-    return len(text) == 1 and text.isascii() and text.isalnum()
+def reference_answer(reference: str, config: ExtractionConfig = DEFAULT_CONFIG) -> str:
+    """The answer a reference states: itself when bare, else its box or answer phrase.
+
+    References are normally bare answers; a whole solution (MATH's ``solution`` field,
+    math-verify's gold texts) is read by the same extraction rules as a response.
+    """
+    if is_bare_answer(reference) and "\\boxed" not in reference:
+        return reference
+    found = extract(reference, replace(config, math_span=False, last_number=False, bare=False))
+    return found.answer or reference
+
+
+def _choice_reference(ref: str, config: ExtractionConfig) -> str | None:
+    """The letter of a multiple-choice reference (``C``, ``(C)``, ``C Cecile``), else None."""
+    m = _CHOICE_REFERENCE.match(ref)
+    return m.group(1) if m and m.group(1) in config.choices else None
 
 
 def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict | _Pending:
@@ -83,8 +101,12 @@ def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict 
                 infra_error=True,
                 error="the reference answer is empty",
             )
+        ref_text = reference_answer(ref_text, config)
         ref = normalize(ref_text)
-        choice = _is_letter(ref) and ref in config.choices
+        letter = _choice_reference(ref, config)
+        choice = letter is not None
+        if choice:
+            ref = letter
         text = _as_text(prediction)
         found = extract(text, config, choice=choice) if text else None
         if found is None or not found.answer:
@@ -100,12 +122,12 @@ def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict 
                 error=f"answer longer than {MAX_ANSWER_CHARS} characters",
             )
         pred = normalize(answer)
-        if not any(c.isalpha() for c in ref):
+        if not any(c.isalpha() for c in re.sub(r"\\[A-Za-z]+", "", ref)):
             pred = strip_units(pred)  # "5cm" for 5; "3s" could be 3*s against a letter answer
         if not pred:
             return _verdict(start, False, answer, "no_answer", source, normalized=pred)
         equal, method = fast_compare(pred, ref)
-        if equal is None or (equal is False and method == UNPARSED):
+        if equal is None or (equal is False and method in UNDECIDED_METHODS):
             return _Pending(start, answer, source, pred, ref, ref_text)
         return _verdict(
             start,

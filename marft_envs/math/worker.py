@@ -59,10 +59,12 @@ def _limit_memory() -> None:
 def _serve(conn) -> None:
     """Worker main loop: run ``(fn, args)`` jobs until the pipe closes or ``None`` arrives."""
     _limit_memory()
-    import math_verify  # noqa: F401
     import sympy  # noqa: F401  (imported before "ready": not on any job's clock)
 
     from . import equivalence  # noqa: F401
+    from .mv_stage import warm
+
+    warm()
 
     try:
         conn.send(("ready", None))
