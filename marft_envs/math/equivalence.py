@@ -281,9 +281,7 @@ def compare(p, r, judge) -> Outcome:
     if tp is st.Leaf and tr is st.Leaf:
         return judge.expr(p.text, r.text)
     if tp is st.Text or tr is st.Text:
-        if tp is tr:
-            return _text_key(p.text) == _text_key(r.text), EXACT
-        return False, SHAPE
+        return (tp is tr and _text_key(p.text) == _text_key(r.text)), EXACT
     if tp is st.Assign and tr is st.Assign:
         if p.var != r.var:
             return False, EXACT

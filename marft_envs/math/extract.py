@@ -16,7 +16,8 @@ Priority order (the first rule that finds something wins; each can be turned off
 5. ``math-span`` / ``last-number``: the last ``$...$``/``\\(...\\)``/``\\[...\\]`` span or the last
    number in the text (``12,340``, ``12 340``, ``-3.5``, ``7/2``), whichever ends later (a
    closing "so the largest n is 21." beats an earlier ``$n^2 < 500$``). ``last_number``
-   is a setting.
+   is a setting. These two rules skip a response that stops unfinished (mid-sentence, or
+   on a blank line: cut at its token limit), unless ``unfinished_fallback=True``.
 
 With ``choices`` (the reference is a letter such as ``C``), the answer is a letter: found
 by rules 1-3 and read from their text (``\\boxed{(C)}``, "Answer: C. Carol"), else by the
@@ -86,6 +87,7 @@ class ExtractionConfig:
     last_number: bool = True
     languages: tuple[str, ...] = ("en", "fr", "zh")
     choices: tuple[str, ...] = ("A", "B", "C", "D", "E")
+    unfinished_fallback: bool = False
     chat_markers: tuple[str, ...] = field(default=_CHAT_MARKERS)
 
     def __post_init__(self) -> None:
@@ -437,7 +439,29 @@ def extract(
         return Extraction(letter, "mcq") if letter else _NONE
     if config.bare and is_bare_answer(text):
         return Extraction(text.strip(), "bare")
+    if not config.unfinished_fallback and is_unfinished(text):
+        return _NONE  # cut off (max tokens): its last number is a fragment, not an answer
     return _last_span_or_number(tail, config)
+
+
+# How a finished response ends: a full stop, a closed formula or bracket, markdown emphasis.
+_FINISHED_END = re.compile(r"[.!?。！？$)\]}*]\s?$|\\\]\s?$|\\\)\s?$")
+
+
+_MIN_CUT_CHARS = 300  # a token limit cuts long generations; a short line is an answer as written
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+
+def is_unfinished(text: str) -> bool:
+    """Whether a long response stops unfinished: mid-sentence, inside ``$...$``, or on a line break.
+
+    A generation cut at its token limit ends like that; one that ended by itself does not.
+    """
+    if len(text) < _MIN_CUT_CHARS:
+        return False
+    if text.endswith("\n") or len(_DOLLAR.findall(text[-_TAIL_CHARS:])) % 2:
+        return True
+    return not _FINISHED_END.search(text)
 
 
 def extract_answer(

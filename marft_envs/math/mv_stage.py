@@ -2,8 +2,9 @@
 
 Runs only inside the killable worker (``worker.py``), so math-verify's own signal-based
 time limits are turned off and ours holds. Both sides are the already-extracted answers,
-each given to ``math_verify.parse`` as ``$...$`` (its best input on the measured sets);
-``verify`` is called with the reference as gold, as math-verify's API asks.
+each given to ``math_verify.parse`` as LaTeX (``as_latex_input``: a bare answer wrapped in
+``$...$``, its best input on the measured sets); ``verify`` is called with the reference as
+gold, as math-verify's API asks.
 """
 
 from __future__ import annotations
@@ -19,6 +20,15 @@ def _quiet() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+def as_latex_input(text: str) -> str:
+    """``text`` as math-verify's ``parse`` reads it best: a bare answer wrapped in ``$...$``."""
+    from .extract import is_bare_answer
+
+    if any(d in text for d in ("$", "\\boxed", "\\(", "\\[")):
+        return text
+    return f"${text}$" if is_bare_answer(text) else text
+
+
 def warm() -> None:
     """Import math-verify and run it once, so a worker's first job does not pay for that."""
     mv_equal("1", "1")
@@ -29,8 +39,8 @@ def mv_equal(answer: str, reference: str) -> bool:
     from math_verify import parse, verify
 
     _quiet()
-    gold = parse(f"${reference}$", parsing_timeout=None)
-    pred = parse(f"${answer}$", parsing_timeout=None)
+    gold = parse(as_latex_input(reference), parsing_timeout=None)
+    pred = parse(as_latex_input(answer), parsing_timeout=None)
     if not gold or not pred:
         return False
     return bool(verify(gold, pred, timeout_seconds=None))
