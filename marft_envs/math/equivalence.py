@@ -244,6 +244,16 @@ def _unordered(xs: tuple, ys: tuple, judge) -> Outcome:
     return False, method
 
 
+def _grouped_as_flat(xs: tuple, ys: tuple):
+    """"p=5,q=2; p=7,q=2" (groups) against "p=5, q=2, p=7, q=2" (the same, flat), in order."""
+    for groups, flat in ((xs, ys), (ys, xs)):
+        if len(groups) < len(flat) and all(isinstance(g, st.Seq) for g in groups):
+            items = tuple(i for g in groups for i in g.items)
+            if len(items) == len(flat):
+                return list(zip(items, flat) if groups is xs else zip(flat, items))
+    return None
+
+
 def _dedupe(items: tuple) -> tuple:
     return tuple(dict.fromkeys(items))
 
@@ -304,7 +314,10 @@ def compare(p, r, judge) -> Outcome:
         a, b = as_set(p), as_set(r)
         if a is not None and b is not None:
             return same_set(a, b), NUMERIC
-        return False, (EXACT if tp is tr else SHAPE)
+        # Both relations: compared above. A relation we cannot solve ("1 \\le |z| \\le 2")
+        # against an interval or union: math-verify's.
+        settable = (st.Seq, st.Union)
+        return False, (SHAPE if tp in settable or tr in settable else EXACT)
     if tp is st.Seq and tr is st.Seq:
         if (p.open, p.close) != (r.open, r.close) or len(p.items) != len(r.items):
             return False, EXACT
@@ -317,6 +330,9 @@ def compare(p, r, judge) -> Outcome:
     unordered = (st.Bag, st.SetOf)
     if tp in unordered and tr in unordered:
         # A list of solutions is a set: a repeated solution is still one solution.
+        flat = _grouped_as_flat(p.items, r.items)
+        if flat is not None:
+            return _all(flat, judge)
         return _unordered(_dedupe(p.items), _dedupe(r.items), judge)
     if tp is st.Union and tr is st.Union:
         return _unordered(p.items, r.items, judge)

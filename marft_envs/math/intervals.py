@@ -43,11 +43,12 @@ def _same(a, b) -> bool:
 def _linear(text: str, var: str):
     """(slope, intercept) of ``text`` as a linear function of ``var``, or None."""
     tree = parse_latex(text)
-    values = [evaluate(tree, {var: Fraction(k)}) for k in (0, 1, 2)]
+    # Points on both sides of 0, so |x| or x^2 is not taken for a line.
+    values = [evaluate(tree, {var: Fraction(k)}) for k in (0, 1, -2, 3)]
     if not all(isinstance(v, Fraction) for v in values):
         return None
     slope = values[1] - values[0]
-    if values[2] - values[1] != slope:
+    if any(v != values[0] + slope * k for v, k in zip(values, (0, 1, -2, 3))):
         return None
     return slope, values[0]
 

@@ -211,7 +211,6 @@ def normalize(answer: str) -> str:
     s = _PERCENT_DOLLAR.sub(" ", s)
     s = _unwrap_text(s)
     s = _AND_OR.sub(",", s)
-    s = s.replace(";", ",")
     s = _EMPTY_ITEMS.sub(",", s)
     s = _approx(s)
     s = _SPACE.sub(" ", s).strip()

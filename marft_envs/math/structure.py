@@ -194,6 +194,12 @@ def parse_answer(s: str) -> object:
     if m:
         rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
         return Matrix(tuple(_items(r.split("&")) for r in rows))
+    groups, _ = split_top(s, (";",))
+    if len(groups) > 1:
+        # "p=5,q=2; p=7,q=2": semicolons between solutions, commas inside one (a tuple).
+        if any(len(split_top(g, (",",))[0]) > 1 for g in groups):
+            return Bag(tuple(Seq("(", ")", _items(split_top(g, (",",))[0])) for g in groups))
+        return Bag(_items(groups))
     parts, _ = split_top(s, (",",))
     if len(parts) > 1:
         items = _items(parts)
@@ -215,6 +221,8 @@ def parse_answer(s: str) -> object:
             return parse_answer(rhs)  # "3 + 4 = 7" states the value 7, as a worked answer does
         if _VAR.match(lhs) or (len(parts) == 2 and _names_quantity(lhs)):
             return Assign(lhs, parse_answer(rhs))
+        if len(parts) > 2:
+            return parse_answer(rhs)  # a chain "1 = a = x = 0" ends on the value it reached
         return Equation(lhs, rhs)
     parts, ops = split_top(s, tuple(_REL_OPS))
     if len(parts) > 1:
@@ -223,7 +231,7 @@ def parse_answer(s: str) -> object:
         inner = s[2:-2]
         return SetOf(_items(split_top(inner, (",",))[0]) if inner.strip() else ())
     if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _wraps(s, 1):
-        inner_parts, _ = split_top(s[1:-1], (",",))
+        inner_parts, _ = split_top(s[1:-1], (",", ";"))
         if len(inner_parts) > 1:
             return Seq(s[0], s[-1], _items(inner_parts))
     for sign in ("\\pm", "\\mp"):
