@@ -444,24 +444,29 @@ def extract(
     return _last_span_or_number(tail, config)
 
 
-# How a finished response ends: a full stop, a closed formula or bracket, markdown emphasis.
-_FINISHED_END = re.compile(r"[.!?。！？$)\]}*]\s?$|\\\]\s?$|\\\)\s?$")
-
-
 _MIN_CUT_CHARS = 300  # a token limit cuts long generations; a short line is an answer as written
 _DOLLAR = re.compile(r"(?<!\\)\$")
+# How a cut-off ends: an operator, a comma, an opening bracket, a LaTeX command, a function word.
+_CUT_END = re.compile(
+    r"(?:[-+/=^_\\,(\[{&]|\\[A-Za-z]+|\b(?:of|the|a|an|is|are|to|and|or|with|by|for|in|that|"
+    r"which|we|be|as|from|on|at|this|then|so|if|its|their|our))\s*$",
+    re.IGNORECASE,
+)
 
 
 def is_unfinished(text: str) -> bool:
-    """Whether a long response stops unfinished: mid-sentence, inside ``$...$``, or on a line break.
+    """Whether a long response was cut off (at its token limit) rather than finished.
 
-    A generation cut at its token limit ends like that; one that ended by itself does not.
+    Cut off: it ends on a line break, inside ``$...$`` or an open bracket, or on an operator,
+    a LaTeX command or a function word ("... the number of possible values of").
     """
     if len(text) < _MIN_CUT_CHARS:
         return False
     if text.endswith("\n") or len(_DOLLAR.findall(text[-_TAIL_CHARS:])) % 2:
         return True
-    return not _FINISHED_END.search(text)
+    line = text[-_MIN_CUT_CHARS:].rsplit("\n", 1)[-1]
+    opened = sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
+    return opened > 0 or bool(_CUT_END.search(line))
 
 
 def extract_answer(

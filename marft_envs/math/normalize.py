@@ -73,7 +73,9 @@ _TRAILING_UNIT = re.compile(r"(?<=[\d}).])((?:\s+[A-Za-z]{2,}\.?(?:\s*\^\s*\{?[2
 _THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _SPACE_THOUSANDS = re.compile(r"^-?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 # "[\begin{array}..\end{array}]" (from \left[ ... \right]): the brackets are the matrix's own.
-_BRACKETED_MATRIX = re.compile(r"^[\[(]\s*(\\begin\{(array|matrix)\}.*\\end\{\2\})\s*[\])]$", re.S)
+_BRACKETED_MATRIX = re.compile(
+    r"^[\[(]\s*(\\begin\{(array|matrix|pmatrix|bmatrix)\}(?:(?!\\begin).)*\\end\{\2\})\s*[\])]$", re.S
+)
 _FRAC_SHORT = [
     (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*([0-9a-zA-Z])"), r"\\frac{\1}{\2}"),
     (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*\{"), r"\\frac{\1}{"),

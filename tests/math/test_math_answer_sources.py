@@ -62,10 +62,13 @@ def test_choice_references_read_letters():
 
 
 def test_a_cut_off_response_has_no_last_number_answer():
-    cut = "Let us expand the product term by term. " * 10 + "Then 3 + 4 gives 7 and 2 times"
+    cut = "Let us expand the product term by term. " * 10 + "Then 3 + 4 gives 7 and 2 times the"
     assert extract(cut).answer is None
     assert extract(cut, ExtractionConfig(unfinished_fallback=True)).answer == "2"
     assert extract(cut + " 5 is 10.").answer == "10"
+    assert extract(cut[:-4] + " 5 is 10").answer == "10"  # finished, if without a full stop
+    for end in (" = 1 -", " $x = ", " \\left(a^{\\frac 1", " so x is 5.\n\n"):
+        assert extract(cut + end).answer is None, end
 
 
 def test_rules_can_be_turned_off():
