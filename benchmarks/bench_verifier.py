@@ -362,6 +362,13 @@ def main() -> None:
     print(f"\n== throughput over the whole set ({len(rows)} pairs, one at a time)")
     for name in graders:
         print("  " + throughput(name, times[name]))
+    slow = {i for i, t in enumerate(times[OURS]) if t >= args.timeout}
+    if slow:
+        rest = [i for i in range(len(rows)) if i not in slow]
+        ids = ", ".join(rows[i].rid for i in sorted(slow))
+        print(f"  without the {len(slow)} pairs that ran into our time limit ({ids}):")
+        for name in graders:
+            print("    " + throughput(name, [times[name][i] for i in rest]))
     m500_times = {}
     if MATH500.exists():
         m500 = [json.loads(line) for line in MATH500.read_text().splitlines() if line.strip()]
