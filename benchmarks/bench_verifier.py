@@ -38,7 +38,7 @@ import os
 import signal
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,10 +104,15 @@ def own_rows() -> list[Row]:
 # -- the graders ------------------------------------------------------------------------
 
 
+OUR_REASONS: Counter = Counter()  # our verdicts' reasons over the whole set
+
+
 def ours(pred: str, gold: str, timeout: float) -> bool:
     from marft_envs.math import verify
 
-    return verify(pred, gold, timeout=timeout).correct
+    v = verify(pred, gold, timeout=timeout)
+    OUR_REASONS[v.reason] += 1
+    return v.correct
 
 
 def math_verify(pred: str, gold: str, timeout: float) -> bool:
@@ -342,6 +347,8 @@ def main() -> None:
     results, times = {}, {}
     for name, fn in graders.items():
         results[name], times[name] = run(fn, rows, args.timeout)
+    reasons = ", ".join(f"{k} {n}" for k, n in OUR_REASONS.most_common())
+    print(f"our verdicts by reason over the whole set: {reasons}")
     best = report_groups(rows, results, args.show)
 
     print("\n== over every group")
