@@ -35,14 +35,18 @@ class MathVerifier:
 
     name = "math"
 
-    def __init__(self, timeout: float | None = None, last_number_fallback: bool = True):
+    def __init__(self, timeout: float | None = None, last_number_fallback: bool = True,
+                 config: Any = None):
+        """``config``: a ``marft_envs.math.ExtractionConfig`` choosing the extraction rules."""
         self.timeout = timeout
         self.last_number_fallback = last_number_fallback
+        self.config = config
 
     def grade(self, response: str, task: Task) -> Verdict:
         from .math import verify  # imported lazily: sympy is slow to import
 
-        return verify(response, task.answer, timeout=self.timeout, last_number_fallback=self.last_number_fallback)
+        return verify(response, task.answer, timeout=self.timeout,
+                      last_number_fallback=self.last_number_fallback, config=self.config)
 
     def feedback(self, response: str, task: Task, verdict: Verdict, mode: str) -> str:
         if mode == "verdict":

@@ -128,3 +128,13 @@ def test_verdict_names_the_answer_source():
     assert v.answer_source == "final-answer"
     assert v.to_dict()["answer_source"] == "final-answer"
     assert verify(None, "5").answer_source == "none"
+
+
+def test_env_verifier_takes_an_extraction_config():
+    from marft_envs.verifiers import MathVerifier
+    from tasks import Task
+
+    task = Task(id="t", kind="math", prompt="?", answer="4")
+    text = "so \\boxed{3}. The answer is 4"
+    assert not MathVerifier().grade(text, task).correct
+    assert MathVerifier(config=ExtractionConfig(boxed=False)).grade(text, task).correct
