@@ -138,3 +138,16 @@ def test_env_verifier_takes_an_extraction_config():
     text = "so \\boxed{3}. The answer is 4"
     assert not MathVerifier().grade(text, task).correct
     assert MathVerifier(config=ExtractionConfig(boxed=False)).grade(text, task).correct
+
+
+@pytest.mark.parametrize(
+    "reference, stated",
+    [("7", "7"), ("$\\frac{1}{2}$", "$\\frac{1}{2}$"),
+     ("Since ... we get $\\boxed{14{,}916}$ as our answer.", "14{,}916"),
+     ("So the answer is: \\[ \\boxed{11111111100} \\]", "11111111100"),
+     ("Alina and the answer is\nC Cecile", "C Cecile")],
+)
+def test_references_state_their_answer(reference, stated):
+    from marft_envs.math.verify import reference_answer
+
+    assert reference_answer(reference) == stated
