@@ -170,14 +170,27 @@ _BETWEEN_NOISE = re.compile(
     r"\\(?:text|mathrm|textbf)\s*\{([^{}]*)\}|\\q?quad|\\[,;!\s()\[\]]|[$.]"
 )
 _SEPARATOR = re.compile(r"(?:^|[^A-Za-z])(?:and|or|et|ou)(?:$|[^A-Za-z])|[,;和或]")
+_TEXT_GROUP_CONTENT = re.compile(r"\\(?:text|mathrm|textbf)\s*\{([^{}]*)\}")
+
+
+_SEPARATOR_WORDS = {"and", "or", "et", "ou"}
 
 
 def _joins(between: str) -> bool:
-    """Whether two boxes with ``between`` between them are one answer."""
+    """Whether two boxes with ``between`` between them are one answer.
+
+    Nothing but a separator, in plain text at most one other word ("\\boxed{1} papers and
+    \\boxed{2} bins"), any words in ``\\text{}`` ("\\text{ for part (a) and }"); "and and or
+    thus but" is a sentence, not a separator (lighteval's and math-verify's suites).
+    """
     if len(between) > 70 or "\n\n" in between:
         return False
-    text = _BETWEEN_NOISE.sub(lambda m: f" {m.group(1) or ''} ", between).strip()
-    return not text or (len(text.split()) <= 8 and bool(_SEPARATOR.search(text)))
+    texts = " ".join(m.group(1) for m in _TEXT_GROUP_CONTENT.finditer(between))
+    plain = _BETWEEN_NOISE.sub(" ", _TEXT_GROUP_CONTENT.sub(" , " if texts else " ", between))
+    if not (plain + texts).strip():
+        return True
+    others = [w for w in re.findall(r"[A-Za-z]+", plain) if w.lower() not in _SEPARATOR_WORDS]
+    return len(others) <= 1 and bool(_SEPARATOR.search(plain + " " + texts))
 
 
 def last_boxed(text: str) -> str | None:
@@ -196,7 +209,9 @@ def last_boxed(text: str) -> str | None:
 
 
 _MATH_SEGMENT = re.compile(
-    r"\$\$(.+?)\$\$|(?<![\\$])\$((?:\\\$|[^$\n])+?)(?<!\\)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL
+    # Inline math ($...$, \\(...\\)) stays on one line, as math-verify reads it; display math may not.
+    r"\$\$(.+?)\$\$|(?<![\\$])\$((?:\\\$|[^$\n])+?)(?<!\\)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]",
+    re.DOTALL,
 )
 # Two plain words (outside \text{} labels such as units) mean prose, not a bare answer.
 _WORD = re.compile(r"(?<![\\A-Za-z{])[A-Za-z]{2,}(?![A-Za-z])")
