@@ -38,6 +38,7 @@ _UNDECIDED = (TooHard, Undefined, ArithmeticError, TypeError, ValueError, Overfl
 Outcome = tuple  # (bool | None, str)
 
 _CHOICE_REF = re.compile(r"^[A-E]$")
+_LITERAL = re.compile(r"^(?:\d+_\{?\d+\}?|\d+(?::\d+)+)$")
 _CHOICE_PRED = re.compile(r"^\(?([A-E])(?:\)|\.|:|$)")
 
 
@@ -322,6 +323,10 @@ def compare(p, r, judge) -> Outcome:
         if (p.open, p.close) != (r.open, r.close) or len(p.items) != len(r.items):
             return False, EXACT
         return _all(zip(p.items, r.items), judge)
+    if st.Union in (tp, tr) and {tp, tr} <= {st.Union, st.Seq}:
+        a, b = as_set(p), as_set(r)  # "(-\\infty,-3] \\cup [2,\\infty)" vs "[-3,2]": two sets
+        if a is not None and b is not None:
+            return same_set(a, b), NUMERIC
     if {tp, tr} == {st.Bag, st.Leaf}:
         # "\\boxed{15\\frac{39}{40}}, or \\boxed{\\frac{639}{40}}": one value written two ways.
         bag, leaf = (p, r) if tp is st.Bag else (r, p)
@@ -374,6 +379,9 @@ def equivalent(pred: str, ref: str, judge) -> Outcome:
     """Compare two *normalised* answers."""
     if pred == ref:
         return True, EXACT
+    if _LITERAL.match(pred) and _LITERAL.match(ref):
+        # Base-n numerals (1112112_3), clock times (12:00), ratios (7:32): written forms.
+        return pred.replace("{", "").replace("}", "") == ref.replace("{", "").replace("}", ""), EXACT
     if _CHOICE_REF.match(ref):
         m = _CHOICE_PRED.match(pred)
         return bool(m and m.group(1) == ref), EXACT

@@ -143,12 +143,28 @@ def as_set(node) -> list[Interval] | None:
     return None
 
 
+def _merged(intervals: list[Interval]) -> list[Interval]:
+    """The same set as disjoint intervals: overlapping or touching ones joined."""
+    out: list[Interval] = []
+    for x in sorted(intervals, key=lambda i: _mp(i.lo)):
+        if out:
+            last = out[-1]
+            touch = _same(last.hi, x.lo) and (last.hi_closed or x.lo_closed)
+            if touch or _mp(x.lo) < _mp(last.hi):
+                if _mp(x.hi) > _mp(last.hi) or _same(x.hi, last.hi):
+                    hi_closed = x.hi_closed or (_same(x.hi, last.hi) and last.hi_closed)
+                    out[-1] = Interval(last.lo, x.hi, last.lo_closed, hi_closed)
+                continue
+        out.append(x)
+    return out
+
+
 def same_set(a: list[Interval], b: list[Interval]) -> bool:
-    """Whether two lists of intervals are the same set (compared interval by interval)."""
+    """Whether two lists of intervals are the same set."""
+    a, b = _merged(a), _merged(b)
     if len(a) != len(b):
         return False
-    key = lambda i: _mp(i.lo)
-    for x, y in zip(sorted(a, key=key), sorted(b, key=key)):
+    for x, y in zip(a, b):
         if not (_same(x.lo, y.lo) and _same(x.hi, y.hi)):
             return False
         # An infinite end is open however it is written.

@@ -95,6 +95,7 @@ _AND_OR = re.compile(
 )
 _EMPTY_ITEMS = re.compile(r",(?:\s*,)+")
 # A whole answer in plain braces ("{1,3}", LaTeX grouping, not the set "\{1,3\}").
+_PARENTHESISED_EQUATION = re.compile(r"^\(([^(),]*=[^(),]*)\)$")
 _GROUPING_BRACES = re.compile(r"^\{([^{}]*)\}$")
 # "2,74", "1000,99", "0,111": a decimal comma (two decimals, or after a leading 0); "1,2" and
 # "1,000" stay a list and a thousands number.
@@ -239,6 +240,9 @@ def normalize(answer: str) -> str:
     m = _SINGLE_TOKEN_PARENS.match(s)
     if m:
         s = m.group(1)
+    m = _PARENTHESISED_EQUATION.match(s)
+    if m:
+        s = m.group(1)  # "(35 + 70 = 105)": a worked calculation in parentheses
     m = _GROUPING_BRACES.match(s)
     if m and not s.startswith("\\{"):
         s = m.group(1)

@@ -151,3 +151,15 @@ def test_references_state_their_answer(reference, stated):
     from marft_envs.math.verify import reference_answer
 
     assert reference_answer(reference) == stated
+
+
+@pytest.mark.parametrize(
+    "pred, ref, equal",
+    [("(-\\infty,2]\\cup[2,5)", "(-\\infty,5)", True), ("(-\\infty,2)\\cup(2,5)", "(-\\infty,5)", False),
+     ("(1,3)\\cup(2,4)", "(1,4)", True), ("(-\\infty, -3] \\cup [2, \\infty)", "[-3,2]", False),
+     ("1112112_3", "1112112_{3}", True), ("1112122_3", "1112112_3", False), ("1:00", "12:00", False),
+     ("(35 + 70 = 105)", "105", True)],
+)
+def test_sets_and_written_forms_in_process(pred, ref, equal):
+    v = verify(pred, ref)
+    assert v.correct is equal and v.reason != "math-verify", v
