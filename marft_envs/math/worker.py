@@ -93,15 +93,32 @@ def _serve(conn) -> None:
 _MAIN_LOCK = threading.Lock()
 
 
+def _package_root() -> str:
+    """The directory this package was imported from (a source checkout, or site-packages)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 @contextmanager
 def _main_hidden() -> Iterator[None]:
-    """Show spawn an empty ``__main__`` so the child does not re-run the caller's script."""
+    """Show spawn an empty ``__main__`` so the child does not re-run the caller's script.
+
+    Also puts this package's own directory first on the child's ``PYTHONPATH`` while a
+    process starts: Python 3.11's fork server ignores the parent's ``sys.path``, so a caller
+    that imported this package from a checkout (``sys.path.insert``) would otherwise get
+    workers running another installed copy.
+    """
     with _MAIN_LOCK:
         main = sys.modules.get("__main__")
         sys.modules["__main__"] = types.ModuleType("__main__")
+        old_path = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_package_root(), old_path]))
         try:
             yield
         finally:
+            if old_path is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = old_path
             if main is not None:
                 sys.modules["__main__"] = main
 
