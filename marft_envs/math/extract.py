@@ -264,7 +264,7 @@ _HOPE = re.compile(r"\.?\s*I\s+hope\s+it\s+is\s+correct.*$", re.IGNORECASE | re.
 def _answer_after(rest: str, config: ExtractionConfig) -> str | None:
     """The answer that opens ``rest`` (the text after an answer phrase)."""
     rest = _HOPE.sub("", rest, count=1)
-    boxed = last_boxed(rest[:2000])
+    boxed = last_boxed(rest[:2000]) if config.boxed else None
     if boxed:
         return boxed
     rest = re.sub(r"^\s*(?:\\\"|[\"'`])*\s*", "", rest)  # a quoted answer: \"$12$\"
@@ -305,6 +305,10 @@ def _span_run(rest: str) -> str | None:
         pos = sep.end()
     items = [i for i in items if i]
     return ", ".join(items) if items else None
+
+
+def _short(answer: str | None) -> str | None:
+    return answer if answer and is_bare_answer(answer) else None
 
 
 def _blank(m: re.Match) -> str:
@@ -431,9 +435,11 @@ def extract(
     rules: list[tuple[str, Any]] = []
     boxes = _boxes(text) if config.boxed else []
     box_end = boxes[0][2] - (len(text) - len(tail)) if boxes else -1
-    if final is not None and final.start() >= box_end:
-        # "Final Answer: The final answer is $X$." after the last box is the model's last word.
-        rules.append(("final-answer", lambda: _answer_after(tail[final.end() :], config)))
+    # A phrase after the last box ("\\boxed{C} ... The answer is 48.", Minerva's "Final Answer:
+    # The final answer is $X$.") is the model's last word, when it states a short answer.
+    for source, match in (("final-answer", final), ("answer-phrase", phrase)):
+        if boxes and match is not None and match.start() >= box_end:
+            rules.append((source, lambda m=match: _short(_answer_after(tail[m.end() :], config))))
     if boxes:
         rules.append(("boxed", lambda: last_boxed(text)))
     if final is not None:
@@ -461,19 +467,15 @@ def extract(
 
 _MIN_CUT_CHARS = 300  # a token limit cuts long generations; a short line is an answer as written
 _DOLLAR = re.compile(r"(?<!\\)\$")
-# How a cut-off ends: an operator, a comma, an opening bracket, a LaTeX command, a function word.
-_CUT_END = re.compile(
-    r"(?:[-+/=^_\\,(\[{&]|\\[A-Za-z]+|\b(?:of|the|a|an|is|are|to|and|or|with|by|for|in|that|"
-    r"which|we|be|as|from|on|at|this|then|so|if|its|their|our))\s*$",
-    re.IGNORECASE,
-)
+# How a finished response ends: a full stop, a closed formula or bracket, markdown emphasis.
+_FINISHED_END = re.compile(r"(?:[.!?。！？$)\]}*]|\\\]|\\\))\s*$")
 
 
 def is_unfinished(text: str) -> bool:
     """Whether a long response was cut off (at its token limit) rather than finished.
 
-    Cut off: it ends on a line break, inside ``$...$`` or an open bracket, or on an operator,
-    a LaTeX command or a function word ("... the number of possible values of").
+    Cut off: it ends on a line break, inside ``$...$`` or an open bracket, or without a
+    closing full stop, formula or bracket ("... the number of possible values of", "= 1 -").
     """
     if len(text) < _MIN_CUT_CHARS:
         return False
@@ -481,7 +483,7 @@ def is_unfinished(text: str) -> bool:
         return True
     line = text[-_MIN_CUT_CHARS:].rsplit("\n", 1)[-1]
     opened = sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
-    return opened > 0 or bool(_CUT_END.search(line))
+    return opened > 0 or not _FINISHED_END.search(line)
 
 
 def extract_answer(

@@ -12,6 +12,9 @@ from marft_envs.math import SOURCES, ExtractionConfig, extract, verify
          "final-answer"),
         ("so \\boxed{3} at first.\nFinal Answer: The final answer is $4$. I hope it is correct.",
          "4", "final-answer"),
+        ("\\boxed{C} {\\textbf{C}}, 1.\n\nThe answer is 48.", "48", "answer-phrase"),
+        ("So \\boxed{5}.\n\nThe answer is right because the sum of the digits is even.", "5",
+         "boxed"),
         ("We check the cases.\nAnswer: $7$", "7", "answer-phrase"),
         ("We get Answer \\( 7 \\)", "7", "answer-phrase"),
         ("Answer \\[ 9 \\]", "9", "answer-phrase"),
@@ -66,13 +69,13 @@ def test_a_cut_off_response_has_no_last_number_answer():
     assert extract(cut).answer is None
     assert extract(cut, ExtractionConfig(unfinished_fallback=True)).answer == "2"
     assert extract(cut + " 5 is 10.").answer == "10"
-    assert extract(cut[:-4] + " 5 is 10").answer == "10"  # finished, if without a full stop
+    assert extract("We computed everything and got 12 in the end").answer == "12"  # short: as written
     for end in (" = 1 -", " $x = ", " \\left(a^{\\frac 1", " so x is 5.\n\n"):
         assert extract(cut + end).answer is None, end
 
 
 def test_rules_can_be_turned_off():
-    text = "so \\boxed{3}. The answer is 4"
+    text = "The answer is 4. Checking again: \\boxed{3}"
     assert extract(text).answer == "3"
     assert extract(text, ExtractionConfig(boxed=False)).answer == "4"
     assert extract("we got 12 in the end", ExtractionConfig(last_number=False)).answer is None
@@ -135,7 +138,7 @@ def test_env_verifier_takes_an_extraction_config():
     from tasks import Task
 
     task = Task(id="t", kind="math", prompt="?", answer="4")
-    text = "so \\boxed{3}. The answer is 4"
+    text = "The answer is 4. Checking again: \\boxed{3}"
     assert not MathVerifier().grade(text, task).correct
     assert MathVerifier(config=ExtractionConfig(boxed=False)).grade(text, task).correct
 
