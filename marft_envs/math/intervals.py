@@ -89,6 +89,8 @@ def relation_set(rel: st.Relation) -> list[Interval] | None:
     """
     rel = st.Relation(tuple("t" if _FUNCTION_VALUE.match(p) else p for p in rel.parts), rel.ops)
     try:
+        if any(_ABS_PART.match(p) for p in rel.parts):
+            return _abs_chain(rel)
         names = frozenset().union(*(free_symbols(parse_latex(p)) for p in rel.parts))
         if len(names) != 1:
             return None
@@ -102,6 +104,45 @@ def relation_set(rel: st.Relation) -> list[Interval] | None:
         return [result] if result is not None else None
     except _UNDECIDED:
         return None
+
+
+_ABS_PART = re.compile(r"^\|([^|]+)\|$")
+
+
+def _neg(x):
+    return -x
+
+
+def _through_line(iv: Interval, slope: Fraction, intercept: Fraction) -> Interval:
+    """The set of x with slope * x + intercept in ``iv``."""
+    lo, hi = ((iv.lo - intercept) / slope, (iv.hi - intercept) / slope)
+    lo_c, hi_c = iv.lo_closed, iv.hi_closed
+    if slope < 0:
+        lo, hi, lo_c, hi_c = hi, lo, hi_c, lo_c
+    return Interval(lo, hi, lo_c, hi_c)
+
+
+def _abs_chain(rel: st.Relation) -> list[Interval] | None:
+    """``1 \\le |z| \\le 2`` (one ``|linear|`` part, constant others) as intervals of z."""
+    idx = [i for i, p in enumerate(rel.parts) if _ABS_PART.match(p)]
+    if len(idx) != 1:
+        return None
+    inner = _ABS_PART.match(rel.parts[idx[0]]).group(1)
+    names = free_symbols(parse_latex(inner))
+    others = [p for i, p in enumerate(rel.parts) if i != idx[0]]
+    if len(names) != 1 or any(free_symbols(parse_latex(p)) for p in others):
+        return None
+    line = _linear(inner, next(iter(names)))
+    t_set = relation_set(
+        st.Relation(tuple("t" if i == idx[0] else p for i, p in enumerate(rel.parts)), rel.ops)
+    )
+    if line is None or line[0] == 0 or not t_set:
+        return None
+    t = _intersect(t_set[0], Interval(Fraction(0), _INF, True, False))
+    if _mp(t.lo) > _mp(t.hi):
+        return None
+    mirrored = Interval(_neg(t.hi), _neg(t.lo), t.hi_closed, t.lo_closed)
+    return [_through_line(iv, *line) for iv in (mirrored, t)]
 
 
 def _endpoint(node) -> object:

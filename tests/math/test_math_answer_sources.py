@@ -161,7 +161,9 @@ def test_references_state_their_answer(reference, stated):
     [("(-\\infty,2]\\cup[2,5)", "(-\\infty,5)", True), ("(-\\infty,2)\\cup(2,5)", "(-\\infty,5)", False),
      ("(1,3)\\cup(2,4)", "(1,4)", True), ("(-\\infty, -3] \\cup [2, \\infty)", "[-3,2]", False),
      ("1112112_3", "1112112_{3}", True), ("1112122_3", "1112112_3", False), ("1:00", "12:00", False),
-     ("(35 + 70 = 105)", "105", True)],
+     ("(35 + 70 = 105)", "105", True), ("|x|<2", "(-2,2)", True), ("|x-1|\\le 3", "[-2,4]", True),
+     ("|x|>1", "(-\\infty,-1)\\cup(1,\\infty)", True), ("|x|<2", "[-2,2]", False),
+     ("1\\le|z|\\le\\frac{3}{2}", "[-\\frac{3}{2},-1]\\cup[1,\\frac{3}{2}]", True)],
 )
 def test_sets_and_written_forms_in_process(pred, ref, equal):
     v = verify(pred, ref)
