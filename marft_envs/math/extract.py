@@ -1,26 +1,28 @@
 """Find the final answer in a model's response, and say where it came from.
 
 Priority order (the first rule that finds something wins; each can be turned off in
-``ExtractionConfig``):
+``ExtractionConfig``; docs/math_verifier.md has the full table):
 
 0. the response is cut at the first chat-template marker (``<|im_start|>``, ``<|im_end|>``,
    ``<|endoftext|>``, ...): a small model that runs on into the next turn has finished;
-1. ``boxed``: the last ``\\boxed{...}`` / ``\\fbox{...}`` (nested braces, or ``\\boxed 5``);
-   boxes written one after another with only a separator between them (``\\boxed{2}`` and
+1. a short answer stated by a final-answer or answer phrase *after* the last box (the
+   model's last word: "\\boxed{C} ... The answer is 48.");
+2. ``boxed``: the last ``\\boxed{...}`` / ``\\fbox{...}`` (nested braces, or ``\\boxed 5``);
+   boxes one after another with only a separator between them (``\\boxed{2}`` and
    ``\\boxed{3}``) are one answer, ``2, 3``;
-2. ``final-answer``: the lm-eval/Minerva form "Final Answer: The final answer is $X$. I hope
+3. ``final-answer``: the lm-eval/Minerva form "Final Answer: The final answer is $X$. I hope
    it is correct.", "final answer is X", "Final answer: X";
-3. ``answer-phrase``: "the answer is X", "Answer: X", "Answer \\( X \\)", GSM8K's ``#### X``,
+4. ``answer-phrase``: "the answer is X", "Answer: X", "Answer \\( X \\)", GSM8K's ``#### X``,
    and the answer words of ``languages`` (``réponse``, ``答案``);
-4. ``bare``: the whole text, when it is itself a short bare answer (``\\frac{1}{2}``, ``x = 3``);
-5. ``math-span`` / ``last-number``: the last ``$...$``/``\\(...\\)``/``\\[...\\]`` span or the last
+5. ``bare``: the whole text, when it is itself a short bare answer (``\\frac{1}{2}``, ``x = 3``);
+6. ``math-span`` / ``last-number``: the last ``$...$``/``\\(...\\)``/``\\[...\\]`` span or the last
    number in the text (``12,340``, ``12 340``, ``-3.5``, ``7/2``), whichever ends later (a
    closing "so the largest n is 21." beats an earlier ``$n^2 < 500$``). ``last_number``
-   is a setting. These two rules skip a response that stops unfinished (mid-sentence, or
-   on a blank line: cut at its token limit), unless ``unfinished_fallback=True``.
+   is a setting. These two rules skip a long response that was cut off (``is_unfinished``:
+   it ends without a full stop, formula or bracket), unless ``unfinished_fallback=True``.
 
-With ``choices`` (the reference is a letter such as ``C``), the answer is a letter: found
-by rules 1-3 and read from their text (``\\boxed{(C)}``, "Answer: C. Carol"), else by the
+With ``choice=True`` (the reference is a letter such as ``C``), the answer is a letter: found
+by rules 1-4 and read from their text (``\\boxed{(C)}``, "Answer: C. Carol"), else by the
 ``mcq`` rule after lighteval's: a letter that opens the response or a line ("(C) Carol",
 "C. because ..."), else the last standalone letter not negated ("it is for sure C, not A or
 B" gives C).
