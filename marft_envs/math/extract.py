@@ -309,8 +309,15 @@ def _span_run(rest: str) -> str | None:
     return ", ".join(items) if items else None
 
 
+# "The answer is 48" states an answer; "We may check our answer: 17*44 = 748" does not.
+_STATES = re.compile(r"\b(?:is|est)\b|是|为")
+
+
 def _short(answer: str | None) -> str | None:
-    return answer if answer and is_bare_answer(answer) else None
+    """``answer`` if it is a short bare value (no relation: not a check such as "a = b")."""
+    if not answer or not is_bare_answer(answer) or re.search(r"=|\\equiv|\\approx", answer):
+        return None
+    return answer
 
 
 def _blank(m: re.Match) -> str:
@@ -440,7 +447,7 @@ def extract(
     # A phrase after the last box ("\\boxed{C} ... The answer is 48.", Minerva's "Final Answer:
     # The final answer is $X$.") is the model's last word, when it states a short answer.
     for source, match in (("final-answer", final), ("answer-phrase", phrase)):
-        if boxes and match is not None and match.start() >= box_end:
+        if boxes and match is not None and match.start() >= box_end and _STATES.search(match[0]):
             rules.append((source, lambda m=match: _short(_answer_after(tail[m.end() :], config))))
     if boxes:
         rules.append(("boxed", lambda: last_boxed(text)))

@@ -168,3 +168,11 @@ def test_references_state_their_answer(reference, stated):
 def test_sets_and_written_forms_in_process(pred, ref, equal):
     v = verify(pred, ref)
     assert v.correct is equal and v.reason != "math-verify", v
+
+
+def test_a_check_after_the_box_is_not_the_answer():
+    # MATH-500 number_theory/1000: the reference solution checks its boxed answer afterwards.
+    text = ("Therefore, $17^{-1}\\equiv \\boxed{44}\\pmod{83}$.\n\nWe may check our answer: "
+            "$17\\cdot 44 = 748 = 9\\cdot 83+1 \\equiv 1\\pmod{83}$, so our answer is correct.")
+    assert extract(text) == extract(text[: text.index("We may")])
+    assert verify(text, "44").correct
