@@ -400,15 +400,17 @@ def fast_compare(pred: str, ref: str) -> Outcome:
 
 
 MATH_VERIFY = "math-verify"
+TIMEOUT = "timeout"
 
 
-def full_compare(pred: str, ref: str, answer: str | None = None,
-                 reference: str | None = None) -> Outcome:
+def full_compare(pred: str, ref: str, answer: str | None = None, reference: str | None = None,
+                 mv_seconds: int | None = None) -> Outcome:
     """The whole cascade: our rules with sympy, then math-verify. Runs in the worker process.
 
     math-verify (on the raw ``answer`` and ``reference``) is asked only where our rules did
     not decide: a side our parser cannot read, or sympy could not tell. A decisive "different"
-    from our rules is final (math-verify's false "equal"s are on pairs we decide).
+    from our rules is final (math-verify's false "equal"s are on pairs we decide). It gets
+    ``mv_seconds`` (its own limits); running out of them is the outcome ``(False, "timeout")``.
     """
     equal, method = equivalent(pred, ref, SympyJudge())
     if equal:
@@ -418,6 +420,9 @@ def full_compare(pred: str, ref: str, answer: str | None = None,
     ):
         from .mv_stage import mv_equal
 
-        if mv_equal(answer, reference):
+        found = mv_equal(answer, reference, mv_seconds)
+        if found is None:
+            return False, TIMEOUT
+        if found:
             return True, MATH_VERIFY
     return False, method

@@ -34,13 +34,23 @@ def warm() -> None:
     mv_equal("1", "1")
 
 
-def mv_equal(answer: str, reference: str) -> bool:
-    """Whether math-verify finds ``answer`` equal to ``reference`` (False when it cannot tell)."""
+def mv_equal(answer: str, reference: str, seconds: int | None = None) -> bool | None:
+    """Whether math-verify finds ``answer`` equal to ``reference``.
+
+    False when it cannot tell; None when it ran out of ``seconds`` (math-verify's own
+    signal-based limit, which works here: a worker runs its jobs in its main thread).
+    """
     from math_verify import parse, verify
+    from math_verify.errors import TimeoutException
 
     _quiet()
-    gold = parse(as_latex_input(reference), parsing_timeout=None)
-    pred = parse(as_latex_input(answer), parsing_timeout=None)
-    if not gold or not pred:
+    try:
+        gold = parse(as_latex_input(reference), parsing_timeout=seconds, raise_on_error=True)
+        pred = parse(as_latex_input(answer), parsing_timeout=seconds, raise_on_error=True)
+        if not gold or not pred:
+            return False
+        return bool(verify(gold, pred, timeout_seconds=seconds, raise_on_error=True))
+    except TimeoutException:
+        return None
+    except Exception:  # noqa: BLE001 - math-verify's own parse/compare failure: it cannot tell
         return False
-    return bool(verify(gold, pred, timeout_seconds=None))

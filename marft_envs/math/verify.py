@@ -28,6 +28,12 @@ _CHOICE_REFERENCE = re.compile(r"^\(?([A-Za-z])\)?(?:$|[.:)]?\s*[A-Z][a-z])")
 DEFAULT_TIMEOUT = 5.0
 """Seconds allowed for the symbolic (sympy) step of one pair."""
 
+MATH_VERIFY_SHARE = 0.4
+"""The part of the time limit math-verify gets in the worker (its own limits, whole seconds).
+
+What it cannot decide in that time it does not decide (``timeout``): a pair that needs
+seconds of sympy is rare in rewards, and a trainer waits for every verdict."""
+
 MAX_ANSWER_CHARS = 2000
 """Longer extracted answers are not answers: reason ``invalid``."""
 
@@ -148,8 +154,9 @@ def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict 
 def _slow(p: _Pending, timeout: float) -> Verdict:
     info = {"normalized": p.pred, "reference": p.ref}
     try:
+        mv_seconds = max(1, int(MATH_VERIFY_SHARE * timeout))
         equal, method = get_pool().run(
-            full_compare, p.pred, p.ref, p.answer, p.reference, timeout=timeout
+            full_compare, p.pred, p.ref, p.answer, p.reference, mv_seconds, timeout=timeout
         )
     except WorkerTimeout:
         return _verdict(p.start, False, p.answer, "timeout", p.source, timeout=timeout, **info)
@@ -166,7 +173,13 @@ def _slow(p: _Pending, timeout: float) -> Verdict:
             **info,
         )
     return _verdict(
-        p.start, equal, p.answer, method if equal else "mismatch", p.source, method=method, **info
+        p.start,
+        equal,
+        p.answer,
+        method if equal or method == "timeout" else "mismatch",
+        p.source,
+        method=method,
+        **info,
     )
 
 
