@@ -10,6 +10,7 @@ gold, as math-verify's API asks.
 from __future__ import annotations
 
 import logging
+import time
 
 _LOGGERS = ("math_verify", "latex2sympy2_extended")
 
@@ -44,12 +45,23 @@ def mv_equal(answer: str, reference: str, seconds: int | None = None) -> bool | 
     from math_verify.errors import TimeoutException
 
     _quiet()
+    deadline = None if seconds is None else time.monotonic() + seconds
+
+    def left() -> int | None:
+        """Whole seconds left for the next call (math-verify's alarms take integers)."""
+        if deadline is None:
+            return None
+        rest = deadline - time.monotonic()
+        if rest <= 0:
+            raise TimeoutException("math-verify's share of the time limit is spent")
+        return max(1, round(rest))
+
     try:
-        gold = parse(as_latex_input(reference), parsing_timeout=seconds, raise_on_error=True)
-        pred = parse(as_latex_input(answer), parsing_timeout=seconds, raise_on_error=True)
+        gold = parse(as_latex_input(reference), parsing_timeout=left(), raise_on_error=True)
+        pred = parse(as_latex_input(answer), parsing_timeout=left(), raise_on_error=True)
         if not gold or not pred:
             return False
-        return bool(verify(gold, pred, timeout_seconds=seconds, raise_on_error=True))
+        return bool(verify(gold, pred, timeout_seconds=left(), raise_on_error=True))
     except TimeoutException:
         return None
     except Exception:  # noqa: BLE001 - math-verify's own parse/compare failure: it cannot tell
