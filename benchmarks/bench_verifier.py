@@ -293,12 +293,13 @@ def report_groups(rows: list[Row], results: dict[str, list[bool]], show: bool) -
 
 
 def extraction_report(completions: list[dict], qwen) -> float:
-    from marft_envs.math import extract, verify
+    from marft_envs.math import extract, normalize, verify
 
     def same(found: str | None, human: str | None) -> bool:
+        """The human's answer, written the same or equal as a bare answer ("not possible")."""
         if human is None or found is None or not str(found).strip():
             return human is None and (found is None or not str(found).strip())
-        return verify(found, human).correct
+        return normalize(str(found)) == normalize(human) or verify(str(found), human).correct
 
     extractors = {OURS: lambda c: extract(c).answer, MV: math_verify_extract}
     if qwen is not None:

@@ -245,7 +245,7 @@ def _answer_phrase_pattern(languages: tuple[str, ...]) -> re.Pattern[str]:
         r"(?:\bthe\s+(?:correct\s+)?answer\s+(?:is|would\s+be|should\s+be)\s*:?"
         r"|\br[ée]ponse\s+(?:est|sera)\s*:?"
         rf"|(?:{'|'.join(words)})\s*(?:\*\*)?\s*(?:是|为|[:：])|(?<![A-Za-z])answer\s*(?=\\[(\[]|\$)"
-        r"|####)[\s*]*",
+        r"|####)[ \t*]*",  # not past a line break: the answer may be the block under it
         re.IGNORECASE,
     )
 
@@ -269,11 +269,21 @@ def _answer_after(rest: str, config: ExtractionConfig) -> str | None:
     boxed = last_boxed(rest[:2000]) if config.boxed else None
     if boxed:
         return boxed
+    on_next_line = "\n" in rest[: len(rest) - len(rest.lstrip())]
     rest = re.sub(r"^\s*(?:\\\"|[\"'`])*\s*", "", rest)  # a quoted answer: \"$12$\"
     spans = _span_run(rest)
     if spans:
         return spans
-    line = rest.split("\n", 1)[0].strip()
+    stripped = rest.lstrip()
+    line = stripped.split("\n", 1)[0].strip()
+    if on_next_line and not _NUMBER.search(line):
+        # "Answer:\n\nRemaining = total - spent\nRemaining = 100 - 30\nRemaining = 70": the
+        # block under the phrase; its last number.
+        block = stripped.split("\n\n", 1)[0]
+        last = None
+        for last in _NUMBER.finditer(_MATH_SEGMENT.sub(_blank, block)):
+            pass
+        return last.group(0).replace("\u2212", "-") if last else None
     math = _MATH_SEGMENT.search(line[:3])
     if math:
         return next(g for g in math.groups() if g is not None).strip() or None
@@ -283,12 +293,21 @@ def _answer_after(rest: str, config: ExtractionConfig) -> str | None:
         return line or None
     # A sentence ("The volume of $ABCD$ is 120", "Janeth aura encore 220 $ à payer d'ici 12
     # mois"): its first number, else its last math span.
-    number = _NUMBER.search(_MATH_SEGMENT.sub(_blank, line))
+    plain = _MATH_SEGMENT.sub(_blank, line)
+    chain = _CHAIN.search(plain)
+    if chain:  # "100 + 18 = 28 pairs": the value the calculation reaches
+        return chain.group(1)
+    number = _NUMBER.search(plain)
     if number:
         return number.group(0).replace("\u2212", "-")
     return _last_span_or_number(line, config).answer or line
 
 
+# A calculation in a sentence: numbers and operators, then "=" and one number ("100 + 18 = 28").
+_CHAIN = re.compile(
+    r"(?<![\w.])-?\d+(?:\.\d+)?(?:\s*[-+*/×x]\s*\d+(?:\.\d+)?)+(?:\s*=\s*[-+*/×x\d.\s]+?)*"
+    r"\s*=\s*(-?\d+(?:\.\d+)?)(?![\d.]*\s*[-+*/×x]\s*\d)"
+)
 _SPAN_SEPARATOR = re.compile(r"\s*(?:,|;|\band\b|\bor\b|\bet\b|\bou\b)\s*")
 
 
@@ -475,9 +494,12 @@ def extract(
 
 
 _MIN_CUT_CHARS = 300  # a token limit cuts long generations; a short line is an answer as written
-_DOLLAR = re.compile(r"(?<!\\)\$")
 # How a finished response ends: a full stop, a closed formula or bracket, markdown emphasis.
 _FINISHED_END = re.compile(r"(?:[.!?。！？$)\]}*]|\\\]|\\\))\s*$")
+
+
+# A "$" that delimits maths, not the currency sign of "$610." or "$16.50 * 3".
+_MATH_DOLLAR = re.compile(r"(?<!\\)\$(?!\d[\d,.]*(?:[\s.,;!?)]|$))")
 
 
 def is_unfinished(text: str) -> bool:
@@ -488,8 +510,11 @@ def is_unfinished(text: str) -> bool:
     """
     if len(text) < _MIN_CUT_CHARS:
         return False
-    if text.endswith("\n") or len(_DOLLAR.findall(text[-_TAIL_CHARS:])) % 2:
-        return True
+    if text.endswith("\n") or re.search(r"(?:^|\s|[,(])\$\s*$", text):
+        return True  # a line break, or a formula just opened ("to find $")
+    last_sentence = re.split(r"(?<=[.!?。])\s", text[-_MIN_CUT_CHARS:])[-1]
+    if len(_MATH_DOLLAR.findall(last_sentence)) % 2:
+        return True  # inside a formula its last sentence opened ("the identity $\\sqrt[3]{a^2}")
     line = text[-_MIN_CUT_CHARS:].rsplit("\n", 1)[-1]
     opened = sum(line.count(c) for c in "([{") - sum(line.count(c) for c in ")]}")
     return opened > 0 or not _FINISHED_END.search(line)

@@ -95,6 +95,7 @@ _MATRIX = re.compile(
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
 _OPERATION = re.compile(r"\\(?:lim|sum|prod|int|binom|dbinom|bmod|pmod|det|begin\{vmatrix\})(?![A-Za-z])")
+_PLAIN_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _ENVIRONMENT = re.compile(r"\\(?:begin|end)\{\w+\}")
 
 
@@ -219,6 +220,8 @@ def parse_answer(s: str) -> object:
         lhs, rhs = parts[0].strip(), parts[-1].strip()
         if _is_calculation(lhs):
             return parse_answer(rhs)  # "3 + 4 = 7" states the value 7, as a worked answer does
+        if len(parts) == 2 and _PLAIN_NUMBER.match(lhs):
+            return Leaf(lhs)  # "200 = 7 * 700": the number it opens with is the claim
         if _VAR.match(lhs) or (len(parts) == 2 and _names_quantity(lhs)):
             return Assign(lhs, parse_answer(rhs))
         if len(parts) > 2:

@@ -176,3 +176,21 @@ def test_a_check_after_the_box_is_not_the_answer():
             "$17\\cdot 44 = 748 = 9\\cdot 83+1 \\equiv 1\\pmod{83}$, so our answer is correct.")
     assert extract(text) == extract(text[: text.index("We may")])
     assert verify(text, "44").correct
+
+
+@pytest.mark.parametrize(
+    "text, answer",
+    [
+        ("So, the answer is 100 + 18 = 28 pairs that can fit in the box.", "28"),
+        ("answer:\n\nRemaining = total - spent\nRemaining = 100 - 30\nRemaining = 70\n\nThat is it.",
+         "70"),
+        ("We work it out. " * 20 + "So, 61 * 100 = 610.\n\nSo, after a year, Johnny had $610.", "610"),
+    ],
+)
+def test_real_completion_forms(text, answer):
+    assert extract(text).answer == answer
+
+
+def test_a_number_equal_to_a_calculation_claims_the_number():
+    assert verify("So, answer: 200 = 7 * 700", "200").correct
+    assert not verify("$7 = 11a+c$", "$11a+c$").correct  # math-verify's suite: a negative
