@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import time
 from pathlib import Path
 
@@ -52,35 +51,49 @@ CHAT_INSTRUCTION = "Please reason step by step, and put your final answer within
 MINERVA_SHOTS = [
     (
         "Find the domain of the expression  $\\frac{\\sqrt{x-2}}{\\sqrt{5-x}}$.",
-        "The expressions inside each square root must be non-negative. Therefore, $x-2 \\ge 0$, "
-        "so $x\\ge2$, and $5 - x \\ge 0$, so $x \\le 5$. Also, the denominator cannot be equal "
-        "to zero, so $5-x>0$, which gives $x<5$. Therefore, the domain of the expression is "
-        "$\\boxed{[2,5)}$.\nFinal Answer: The final answer is $[2,5)$. I hope it is correct.",
+        (
+            "The expressions inside each square root must be non-negative. Therefore, $x-2 \\ge 0$, "
+            "so $x\\ge2$, and $5 - x \\ge 0$, so $x \\le 5$. Also, the denominator cannot be equal "
+            "to zero, so $5-x>0$, which gives $x<5$. Therefore, the domain of the expression is "
+            "$\\boxed{[2,5)}$.\nFinal Answer: The final answer is $[2,5)$. I hope it is correct."
+        ),
     ),
     (
-        "If $\\det \\mathbf{A} = 2$ and $\\det \\mathbf{B} = 12,$ then find "
-        "$\\det (\\mathbf{A} \\mathbf{B}).$",
-        "We have that $\\det (\\mathbf{A} \\mathbf{B}) = (\\det \\mathbf{A})(\\det \\mathbf{B}) "
-        "= (2)(12) = \\boxed{24}.$\nFinal Answer: The final answer is $24$. I hope it is correct.",
+        (
+            "If $\\det \\mathbf{A} = 2$ and $\\det \\mathbf{B} = 12,$ then find "
+            "$\\det (\\mathbf{A} \\mathbf{B}).$"
+        ),
+        (
+            "We have that $\\det (\\mathbf{A} \\mathbf{B}) = (\\det \\mathbf{A})(\\det \\mathbf{B}) "
+            "= (2)(12) = \\boxed{24}.$\nFinal Answer: The final answer is $24$. I hope it is correct."
+        ),
     ),
     (
-        "Terrell usually lifts two 20-pound weights 12 times. If he uses two 15-pound weights "
-        "instead, how many times must Terrell lift them in order to lift the same total weight?",
-        "If Terrell lifts two 20-pound weights 12 times, he lifts a total of "
-        "$2\\cdot 12\\cdot20=480$ pounds of weight.  If he lifts two 15-pound weights instead "
-        "for $n$ times, he will lift a total of $2\\cdot15\\cdot n=30n$ pounds of weight.  "
-        "Equating this to 480 pounds, we can solve for $n$:\n\\begin{align*}\n30n&=480\\\\\n"
-        "\\Rightarrow\\qquad n&=480/30=\\boxed{16}\n\\end{align*}\nFinal Answer: The final "
-        "answer is $16$. I hope it is correct.",
+        (
+            "Terrell usually lifts two 20-pound weights 12 times. If he uses two 15-pound weights "
+            "instead, how many times must Terrell lift them in order to lift the same total weight?"
+        ),
+        (
+            "If Terrell lifts two 20-pound weights 12 times, he lifts a total of "
+            "$2\\cdot 12\\cdot20=480$ pounds of weight.  If he lifts two 15-pound weights instead "
+            "for $n$ times, he will lift a total of $2\\cdot15\\cdot n=30n$ pounds of weight.  "
+            "Equating this to 480 pounds, we can solve for $n$:\n\\begin{align*}\n30n&=480\\\\\n"
+            "\\Rightarrow\\qquad n&=480/30=\\boxed{16}\n\\end{align*}\nFinal Answer: The final "
+            "answer is $16$. I hope it is correct."
+        ),
     ),
     (
-        "If the system of equations\n\n\\begin{align*}\n6x-4y&=a,\\\\\n6y-9x &=b.\n"
-        "\\end{align*}has a solution $(x, y)$ where $x$ and $y$ are both nonzero,\nfind "
-        "$\\frac{a}{b},$ assuming $b$ is nonzero.",
-        "If we multiply the first equation by $-\\frac{3}{2}$, we obtain\n\n"
-        "$$6y-9x=-\\frac{3}{2}a.$$Since we also know that $6y-9x=b$, we have\n\n"
-        "$$-\\frac{3}{2}a=b\\Rightarrow\\frac{a}{b}=\\boxed{-\\frac{2}{3}}.$$\nFinal Answer: "
-        "The final answer is $-\\frac{2}{3}$. I hope it is correct.",
+        (
+            "If the system of equations\n\n\\begin{align*}\n6x-4y&=a,\\\\\n6y-9x &=b.\n"
+            "\\end{align*}has a solution $(x, y)$ where $x$ and $y$ are both nonzero,\nfind "
+            "$\\frac{a}{b},$ assuming $b$ is nonzero."
+        ),
+        (
+            "If we multiply the first equation by $-\\frac{3}{2}$, we obtain\n\n"
+            "$$6y-9x=-\\frac{3}{2}a.$$Since we also know that $6y-9x=b$, we have\n\n"
+            "$$-\\frac{3}{2}a=b\\Rightarrow\\frac{a}{b}=\\boxed{-\\frac{2}{3}}.$$\nFinal Answer: "
+            "The final answer is $-\\frac{2}{3}$. I hope it is correct."
+        ),
     ),
 ]
 MINERVA_STOP = "Problem:"
@@ -145,12 +158,20 @@ def generate(out: Path, seed: int = SEED) -> None:
         done = {json.loads(line)["id"] for line in out.read_text().splitlines() if line}
     for j in jobs:
         j["id"] = f"{j['dataset']}/{j['format']}/{j['decoding']}/{j['problem_id']}"
-    todo = [j for j in jobs if j["id"] not in done]
+    # Batches of one (format, decoding), taken round-robin over the eight groups, so that an
+    # interrupted run still covers every (dataset, format, decoding).
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for j in jobs:
+        groups.setdefault((j["dataset"], j["format"], j["decoding"]), []).append(j)
+    chunks = [[g[i : i + BATCH] for i in range(0, len(g), BATCH)] for g in groups.values()]
+    ordered = [c[k] for k in range(max(map(len, chunks))) for c in chunks if k < len(c)]
+    todo = sum((len([j for j in b if j["id"] not in done]) for b in ordered), 0)
     start = time.time()
     with out.open("a") as fh:
-        for b in range(0, len(todo), BATCH):
-            batch = todo[b : b + BATCH]
-            # a batch never mixes formats or decodings (jobs are grouped, BATCH divides 30)
+        n = 0
+        for k, batch in enumerate(ordered):
+            if all(j["id"] in done for j in batch):
+                continue  # a batch is written whole, so a resumed run skips whole batches
             fmt, decoding = batch[0]["format"], batch[0]["decoding"]
             texts = [prompt_text(tok, fmt, j["problem"]) for j in batch]
             enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
@@ -158,7 +179,7 @@ def generate(out: Path, seed: int = SEED) -> None:
             if fmt == "minerva":
                 kwargs |= {"stop_strings": [MINERVA_STOP], "tokenizer": tok}
             if decoding == "sampled":
-                torch.manual_seed(seed + b)
+                torch.manual_seed(seed + k)  # k: the batch's fixed position, same on a resume
                 kwargs |= {"do_sample": True, "temperature": TEMPERATURE, "top_p": TOP_P}
             else:
                 kwargs |= {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
@@ -168,11 +189,11 @@ def generate(out: Path, seed: int = SEED) -> None:
                 text = tok.decode(row, skip_special_tokens=True)
                 if fmt == "minerva":
                     text = text.split(MINERVA_STOP)[0]
-                rec = {k: j[k] for k in ("id", "dataset", "format", "problem_id", "gold")}
+                rec = {key: j[key] for key in ("id", "dataset", "format", "problem_id", "gold")}
                 fh.write(json.dumps({**rec, "decoding": j["decoding"], "completion": text}) + "\n")
             fh.flush()
-            n = b + len(batch)
-            print(f"{n}/{len(todo)} done, {time.time() - start:.0f} s", flush=True)
+            n += len(batch)
+            print(f"{n}/{todo} done, {time.time() - start:.0f} s", flush=True)
 
 
 def math_verify_label(completion: str, gold: str) -> bool:
