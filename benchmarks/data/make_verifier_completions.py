@@ -216,12 +216,17 @@ def generate(out: Path, seed: int = SEED) -> None:
             print(f"{n}/{todo} done, {time.time() - start:.0f} s", flush=True)
 
 
+MATH_VERIFY_TIMEOUT = 30  # s; its default 5 s expires on a busy machine and reads as "wrong"
+
+
 def math_verify_label(completion: str, gold: str) -> bool:
-    """math-verify 0.9.0 with its defaults; the gold is wrapped in ``$...$`` as its README
-    recommends for bare LaTeX answers."""
+    """math-verify 0.9.0 with its default extraction; the gold is wrapped in ``$...$`` as its
+    README recommends for bare LaTeX answers."""
     from math_verify import parse, verify
 
-    return bool(verify(parse(f"${gold}$"), parse(completion)))
+    t = MATH_VERIFY_TIMEOUT
+    gold_parsed = parse(f"${gold}$", parsing_timeout=t)
+    return bool(verify(gold_parsed, parse(completion, parsing_timeout=t), timeout_seconds=t))
 
 
 def marft_label(completion: str, gold: str) -> bool:
