@@ -216,7 +216,7 @@ def generate(out: Path, seed: int = SEED) -> None:
             print(f"{n}/{todo} done, {time.time() - start:.0f} s", flush=True)
 
 
-MATH_VERIFY_TIMEOUT = 30  # s; its default 5 s expires on a busy machine and reads as "wrong"
+GRADER_TIMEOUT = 30  # s; the graders' default 5 s expires on a busy machine and reads as "wrong"
 
 
 def math_verify_label(completion: str, gold: str) -> bool:
@@ -224,7 +224,7 @@ def math_verify_label(completion: str, gold: str) -> bool:
     README recommends for bare LaTeX answers."""
     from math_verify import parse, verify
 
-    t = MATH_VERIFY_TIMEOUT
+    t = GRADER_TIMEOUT
     gold_parsed = parse(f"${gold}$", parsing_timeout=t)
     return bool(verify(gold_parsed, parse(completion, parsing_timeout=t), timeout_seconds=t))
 
@@ -232,7 +232,7 @@ def math_verify_label(completion: str, gold: str) -> bool:
 def marft_label(completion: str, gold: str) -> bool:
     from marft_envs.math import verify
 
-    return bool(verify(completion, gold).correct)
+    return bool(verify(completion, gold, timeout=GRADER_TIMEOUT).correct)
 
 
 def label(raw: Path, out: Path) -> None:
@@ -257,7 +257,7 @@ def label(raw: Path, out: Path) -> None:
                         "correct": labels["math-verify"] and labels["marft"],
                         "labels": labels,
                         "reviewed": False,
-                        "note": f"decoding={r['decoding']}",
+                        "note": f"selection={r.get('selection', 'main')}; decoding={r['decoding']}",
                         "source": SOURCE,
                         "licence": LICENCE,
                     },
