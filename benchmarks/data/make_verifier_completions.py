@@ -20,7 +20,9 @@ and 20 of levels 3-5; GSM8K 40 short ones (at most two calculations in the refer
 solution) and 20 of any length. The first half of each (dataset, format) is greedy, the second
 half sampled (temperature 0.7, top-p 0.95, seeded per batch). Because a 135M model is
 mostly wrong, 12 more GSM8K problems that need one calculation (the ``easy`` selection) are
-answered in both formats, half greedy, so that the set also holds right answers.
+answered in both formats, half greedy, so that the set also holds right answers; and the
+problem the model solved greedily in the first pass (``RESAMPLED``) is sampled 6 more times in
+the chat format.
 ``max_new_tokens=256``, one torch thread, batches of 6 (left-padded).
 
 ``--label`` adds the graders' verdicts (math-verify 0.9.0 and this project's
@@ -42,6 +44,9 @@ LICENCE = "Apache-2.0 model outputs; problems MIT"
 SEED = 0
 PER_DATASET = 60
 EASY = 12  # one-calculation GSM8K problems, both formats, half greedy
+# Problems the model solved greedily in the first run (chat format), sampled 6 more times
+# each, so that the set holds more than one right answer.
+RESAMPLED = ("gsm8k/test/0699",)
 MAX_NEW_TOKENS = 256
 BATCH = 6
 TEMPERATURE = 0.7
@@ -132,6 +137,8 @@ def select_problems(seed: int = SEED) -> list[dict]:
     # are those of the first runs).
     one_step = [t for t in gsm if t.metadata["solution"].count("<<") == 1 and t not in chosen_gsm]
     out += [_problem(t, "gsm8k", "easy") for t in rng.sample(one_step, EASY)]
+    by_id = {t.id: t for t in gsm}
+    out += [_problem(by_id[pid], "gsm8k", "resampled") for pid in RESAMPLED]
     return out
 
 
@@ -170,17 +177,20 @@ def generate(out: Path, seed: int = SEED) -> None:
         half = len(group) // 2
         for i, p in enumerate(group):
             jobs.append({**p, "format": fmt, "decoding": "greedy" if i < half else "sampled"})
+    for p in (p for p in problems if p["selection"] == "resampled"):
+        jobs += [{**p, "format": "chat-boxed", "decoding": f"resampled-{n}"} for n in range(1, 7)]
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()
     if out.exists():  # resume an interrupted run
         done = {json.loads(line)["id"] for line in out.read_text().splitlines() if line}
     for j in jobs:
         j["id"] = f"{j['dataset']}/{j['format']}/{j['decoding']}/{j['problem_id']}"
-    # Batches of one (selection, dataset, format, decoding), taken round-robin over these
-    # twelve groups, so that an interrupted run still covers every one of them.
+    # Batches of one (selection, dataset, format, greedy or not), taken round-robin over these
+    # thirteen groups, so that an interrupted run still covers every one of them.
     groups: dict[tuple[str, str, str, str], list[dict]] = {}
     for j in jobs:
-        key = (j["selection"], j["dataset"], j["format"], j["decoding"])
+        sampled = "greedy" if j["decoding"] == "greedy" else "sampled"
+        key = (j["selection"], j["dataset"], j["format"], sampled)
         groups.setdefault(key, []).append(j)
     chunks = [[g[i : i + BATCH] for i in range(0, len(g), BATCH)] for g in groups.values()]
     ordered = [c[k] for k in range(max(map(len, chunks))) for c in chunks if k < len(c)]
@@ -197,7 +207,7 @@ def generate(out: Path, seed: int = SEED) -> None:
             kwargs = {"max_new_tokens": MAX_NEW_TOKENS, "pad_token_id": tok.pad_token_id}
             if fmt == "minerva":
                 kwargs |= {"stop_strings": [MINERVA_STOP], "tokenizer": tok}
-            if decoding == "sampled":
+            if decoding != "greedy":
                 torch.manual_seed(seed + k)  # k: the batch's fixed position, same on a resume
                 kwargs |= {"do_sample": True, "temperature": TEMPERATURE, "top_p": TOP_P}
             else:
