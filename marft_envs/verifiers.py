@@ -50,14 +50,18 @@ class MathVerifier:
 
         return version.GRADER_VERSION
 
-    def __init__(self, timeout: float | None = None, last_number_fallback: bool = True):
+    def __init__(self, timeout: float | None = None, last_number_fallback: bool = True,
+                 config: Any = None):
+        """``config``: a ``marft_envs.math.ExtractionConfig`` choosing the extraction rules."""
         self.timeout = timeout
         self.last_number_fallback = last_number_fallback
+        self.config = config
 
     def grade(self, response: str, task: Task) -> Verdict:
         from .math import verify  # imported lazily: sympy is slow to import
 
-        return verify(response, task.answer, timeout=self.timeout, last_number_fallback=self.last_number_fallback)
+        return verify(response, task.answer, timeout=self.timeout,
+                      last_number_fallback=self.last_number_fallback, config=self.config)
 
     def feedback(self, response: str, task: Task, verdict: Verdict, mode: str) -> str:
         if mode == "verdict":
@@ -74,7 +78,7 @@ def grader_version(obj: Any) -> str:
     """The grader version of a verifier, of an environment's verifier, or of a registered id's.
 
     ``grader_version("math-3agent")`` (builds the environment once), ``grader_version(env)`` or
-    ``grader_version(env.unwrapped.verifier)`` give e.g. ``"math-1"``; a verifier that declares
+    ``grader_version(env.unwrapped.verifier)`` give e.g. ``"math-2"``; a verifier that declares
     no ``version`` gives :data:`UNVERSIONED`.
     """
     if isinstance(obj, str):

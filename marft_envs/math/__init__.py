@@ -7,15 +7,27 @@ Exact and numeric checks run in-process; symbolic (sympy) checks run in a
 killable worker process under a hard time limit. See docs/math_verifier.md.
 """
 
-from .extract import extract_answer
+from .extract import SOURCES, Extraction, ExtractionConfig, extract, extract_answer
 from .normalize import normalize
-from .verify import DEFAULT_TIMEOUT, MAX_ANSWER_CHARS, verify, verify_many, warmup
+from .verify import (
+    DEFAULT_TIMEOUT,
+    MAX_ANSWER_CHARS,
+    reference_answer,
+    verify,
+    verify_many,
+    warmup,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_ANSWER_CHARS",
+    "SOURCES",
+    "Extraction",
+    "ExtractionConfig",
+    "extract",
     "extract_answer",
     "normalize",
+    "reference_answer",
     "verify",
     "verify_many",
     "warmup",

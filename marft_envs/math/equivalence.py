@@ -20,11 +20,15 @@ from fractions import Fraction
 
 from . import structure as st
 from .evaluate import TooHard, Undefined, divide, evaluate, sample_point, values_equal
+from .intervals import as_set, same_set
 from .latex import LatexError, Tree, free_symbols, has_decimal, parse_latex
 from .magnitude import clearly_different
 
 EXACT, NUMERIC, SYMBOLIC = "exact", "numeric", "symbolic"
-_RANK = {EXACT: 0, NUMERIC: 1, SYMBOLIC: 2}
+UNPARSED = "unparsed"  # with equal=False: our parser could not read a side (not a decision)
+SHAPE = "shape"  # with equal=False: the two answers have shapes our rules do not compare
+UNDECIDED_METHODS = (UNPARSED, SHAPE)
+_RANK = {EXACT: 0, UNPARSED: 0, SHAPE: 0, NUMERIC: 1, SYMBOLIC: 2}
 SAMPLE_POINTS = 3
 _ZERO = Fraction(0)
 _ONE = Fraction(1)
@@ -34,6 +38,7 @@ _UNDECIDED = (TooHard, Undefined, ArithmeticError, TypeError, ValueError, Overfl
 Outcome = tuple  # (bool | None, str)
 
 _CHOICE_REF = re.compile(r"^[A-E]$")
+_LITERAL = re.compile(r"^(?:\d+_\{?\d+\}?|\d+(?::\d+)+)$")
 _CHOICE_PRED = re.compile(r"^\(?([A-E])(?:\)|\.|:|$)")
 
 
@@ -127,7 +132,7 @@ class NumericJudge:
         try:
             ta, tb = parse_latex(a), parse_latex(b)
         except LatexError:
-            return False, EXACT
+            return False, UNPARSED
         return self.trees(ta, tb)
 
     def trees(self, ta: Tree, tb: Tree) -> Outcome:
@@ -152,7 +157,7 @@ class NumericJudge:
         try:
             f, g = _residual(a.lhs, a.rhs), _residual(b.lhs, b.rhs)
         except LatexError:
-            return False, EXACT
+            return False, UNPARSED
         return self.residuals(f, g)
 
     def residuals(self, f: Tree, g: Tree) -> Outcome:
@@ -240,6 +245,16 @@ def _unordered(xs: tuple, ys: tuple, judge) -> Outcome:
     return False, method
 
 
+def _grouped_as_flat(xs: tuple, ys: tuple):
+    """"p=5,q=2; p=7,q=2" (groups) against "p=5, q=2, p=7, q=2" (the same, flat), in order."""
+    for groups, flat in ((xs, ys), (ys, xs)):
+        if len(groups) < len(flat) and all(isinstance(g, st.Seq) for g in groups):
+            items = tuple(i for g in groups for i in g.items)
+            if len(items) == len(flat):
+                return list(zip(items, flat) if groups is xs else zip(flat, items))
+    return None
+
+
 def _dedupe(items: tuple) -> tuple:
     return tuple(dict.fromkeys(items))
 
@@ -291,11 +306,32 @@ def compare(p, r, judge) -> Outcome:
         return compare(p.value if tp is st.Assign else p, r.value if tr is st.Assign else r, judge)
     if tp is st.Relation and tr is st.Relation:
         outcome = _relations(p, r, judge)
-        return outcome if outcome[0] is not False else _relations(st.flip(p), r, judge)
+        if outcome[0] is False:
+            outcome = _relations(st.flip(p), r, judge)
+        if outcome[0] is not False:
+            return outcome
+    if st.Relation in (tp, tr):
+        # "-x > -1" is "x < 1"; "x \ge 2" is "[2, \infty)": compare solution sets.
+        a, b = as_set(p), as_set(r)
+        if a is not None and b is not None:
+            return same_set(a, b), NUMERIC
+        # Both relations: compared above. A relation we cannot solve ("1 \\le |z| \\le 2")
+        # against an interval or union: math-verify's.
+        settable = (st.Seq, st.Union)
+        return False, (SHAPE if tp in settable or tr in settable else EXACT)
     if tp is st.Seq and tr is st.Seq:
         if (p.open, p.close) != (r.open, r.close) or len(p.items) != len(r.items):
             return False, EXACT
         return _all(zip(p.items, r.items), judge)
+    if st.Union in (tp, tr) and {tp, tr} <= {st.Union, st.Seq}:
+        a, b = as_set(p), as_set(r)  # "(-\\infty,-3] \\cup [2,\\infty)" vs "[-3,2]": two sets
+        if a is not None and b is not None:
+            return same_set(a, b), NUMERIC
+    if {tp, tr} == {st.Bag, st.Leaf}:
+        # "\\boxed{15\\frac{39}{40}}, or \\boxed{\\frac{639}{40}}": one value written two ways.
+        bag, leaf = (p, r) if tp is st.Bag else (r, p)
+        outcome = _all(((item, leaf) for item in bag.items), judge)
+        return outcome if outcome[0] is not False else (False, EXACT)
     if {tp, tr} == {st.Seq, st.Bag}:
         seq = p if tp is st.Seq else r
         if (seq.open, seq.close) != ("(", ")") or len(p.items) != len(r.items):
@@ -303,9 +339,11 @@ def compare(p, r, judge) -> Outcome:
         return _all(zip(p.items, r.items), judge)  # a bare list read as a tuple
     unordered = (st.Bag, st.SetOf)
     if tp in unordered and tr in unordered:
-        xs = _dedupe(p.items) if tp is st.SetOf else p.items
-        ys = _dedupe(r.items) if tr is st.SetOf else r.items
-        return _unordered(xs, ys, judge)
+        # A list of solutions is a set: a repeated solution is still one solution.
+        flat = _grouped_as_flat(p.items, r.items)
+        if flat is not None:
+            return _all(flat, judge)
+        return _unordered(_dedupe(p.items), _dedupe(r.items), judge)
     if tp is st.Union and tr is st.Union:
         return _unordered(p.items, r.items, judge)
     if tp is st.Matrix and tr is st.Matrix:
@@ -318,23 +356,39 @@ def compare(p, r, judge) -> Outcome:
         round_seq = tp is st.Bag or tr is st.Bag or (
             isinstance(other, st.Seq) and (other.open, other.close) == ("(", ")")
         )
+        if not isinstance(other, (st.Seq, st.Bag)):
+            return False, SHAPE  # a matrix against an expression ("A + B"): math-verify's case
         if vec is None or not round_seq or len(vec) != len(other.items):
             return False, EXACT
         return _all(zip(vec, other.items) if tp is st.Matrix else zip(other.items, vec), judge)
-    return False, EXACT
+    # Our rules decide tuple vs set vs list and a set vs its element; a union or an expression
+    # we cannot read against another shape ("{1,2} \\cap {2,3}" vs "\\{2\\}") is math-verify's.
+    unreadable = any(type(x) is st.Leaf and not _parses(x.text) for x in (p, r))
+    return False, (SHAPE if st.Union in (tp, tr) or unreadable else EXACT)
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse_latex(text)
+    except LatexError:
+        return False
+    return True
 
 
 def equivalent(pred: str, ref: str, judge) -> Outcome:
     """Compare two *normalised* answers."""
     if pred == ref:
         return True, EXACT
+    if _LITERAL.match(pred) and _LITERAL.match(ref):
+        # Base-n numerals (1112112_3), clock times (12:00), ratios (7:32): written forms.
+        return pred.replace("{", "").replace("}", "") == ref.replace("{", "").replace("}", ""), EXACT
     if _CHOICE_REF.match(ref):
         m = _CHOICE_PRED.match(pred)
         return bool(m and m.group(1) == ref), EXACT
     try:
         return compare(st.parse_answer(pred), st.parse_answer(ref), judge)
     except (ValueError, RecursionError):
-        return False, EXACT
+        return False, UNPARSED
 
 
 NUMERIC_JUDGE = NumericJudge()
@@ -345,7 +399,30 @@ def fast_compare(pred: str, ref: str) -> Outcome:
     return equivalent(pred, ref, NUMERIC_JUDGE)
 
 
-def full_compare(pred: str, ref: str) -> Outcome:
-    """The whole cascade including sympy. Runs in the worker process."""
+MATH_VERIFY = "math-verify"
+TIMEOUT = "timeout"
+
+
+def full_compare(pred: str, ref: str, answer: str | None = None, reference: str | None = None,
+                 mv_seconds: int | None = None) -> Outcome:
+    """The whole cascade: our rules with sympy, then math-verify. Runs in the worker process.
+
+    math-verify (on the raw ``answer`` and ``reference``) is asked only where our rules did
+    not decide: a side our parser cannot read, or sympy could not tell. A decisive "different"
+    from our rules is final (math-verify's false "equal"s are on pairs we decide). It gets
+    ``mv_seconds`` (its own limits); running out of them is the outcome ``(False, "timeout")``.
+    """
     equal, method = equivalent(pred, ref, SympyJudge())
-    return bool(equal), method
+    if equal:
+        return True, method
+    if answer is not None and reference is not None and (
+        equal is None or method in UNDECIDED_METHODS
+    ):
+        from .mv_stage import mv_equal
+
+        found = mv_equal(answer, reference, mv_seconds)
+        if found is None:
+            return False, TIMEOUT
+        if found:
+            return True, MATH_VERIFY
+    return False, method

@@ -24,15 +24,30 @@ _UNICODE = {
     "\u2212": "-", "\u2013": "-", "\u00d7": "\\times ", "\u00f7": "\\div ", "\u00b7": "\\cdot ",
     "\u22c5": "\\cdot ", "\u03c0": "\\pi ", "\u221e": "\\infty ", "\u221a": "\\sqrt",
     "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\ne ", "\u222a": "\\cup ", "\u2229": "\\cap ",
-    "\u00b2": "^2", "\u00b3": "^3", "\u00b0": "", "\u2032": "'",
+    "\u00b2": "^2", "\u00b3": "^3", "\u00b0": "", "\u2032": "'", "\u20ac": "", "\u00a3": "",
+    "\u00a5": "",
 }
-_THIN_THOUSANDS = re.compile(r"(?<=\d)(?<!\\\\)\\[,!; ](?=\d{3}(?!\d))")
+# 12\,340, 12{,}340, 12,\!340: thousands separators in every LaTeX spelling.
+_THIN_THOUSANDS = re.compile(
+    r"(?<=\d)(?<!\\\\)\s?(?:\\[,!; ]|\{\s*,\s*\}|,\\[!,;: ]|,\{\})\s*(?=\d{3}(?!\d))"
+)
+# "\\left(" and "\\frac" (a JSON or prompt artefact, doubled backslashes) are "\left(", "\frac".
+_DOUBLED_BACKSLASH = re.compile(
+    r"\\\\(?=(?:left|right|frac|dfrac|tfrac|sqrt|pi|cdot|times|le|ge|leq|geq|ne|neq|infty|"
+    r"text|boxed|mathrm|begin|end|pm|in|cup)(?![A-Za-z]))"
+)
+# "\approx": an exact value then its approximation ("x = 1/3 \approx 0.33") keeps the exact one.
+_APPROX = re.compile(r"\\approx(?![A-Za-z])|\u2248")
+_ASCII_RELATIONS = [(re.compile(p), r) for p, r in [
+    (r">=|=>", r"\\ge "), (r"<=|=<", r"\\le "), (r"=/=|(?<![\d)}!])!=", r"\\ne ")]]
 _SPACING = re.compile(
-    r"\\\\|\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle|textstyle|quad|qquad|"
+    r"\\\\|\\q?quad|\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle|textstyle|"
     r"limits|nolimits)(?![A-Za-z])|\\[!,;: ]|~"
 )
 _ALIASES = [
-    (re.compile(r"\\[dt]frac(?![A-Za-z])"), r"\\frac"),
+    (re.compile(r"\\[dtc]frac(?![A-Za-z])"), r"\\frac"),
+    (re.compile(r"\\geqq(?![A-Za-z])"), r"\\ge "),
+    (re.compile(r"\\leqq(?![A-Za-z])"), r"\\le "),
     (re.compile(r"\\leq?slant(?![A-Za-z])|\\leq(?![A-Za-z])"), r"\\le "),
     (re.compile(r"\\geq?slant(?![A-Za-z])|\\geq(?![A-Za-z])"), r"\\ge "),
     (re.compile(r"\\neq(?![A-Za-z])"), r"\\ne "),
@@ -56,6 +71,11 @@ _UNIT_POWER = re.compile(r"\s*\^\s*(?:\{\s*[23]\s*\}|[23])")
 _MATH_WORDS = {"pi", "sqrt", "sin", "cos", "tan", "log", "ln", "exp", "and", "or", "i", "e"}
 _TRAILING_UNIT = re.compile(r"(?<=[\d}).])((?:\s+[A-Za-z]{2,}\.?(?:\s*\^\s*\{?[23]\}?)?)+)\s*$")
 _THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_SPACE_THOUSANDS = re.compile(r"^-?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
+# "[\begin{array}..\end{array}]" (from \left[ ... \right]): the brackets are the matrix's own.
+_BRACKETED_MATRIX = re.compile(
+    r"^[\[(]\s*(\\begin\{(array|matrix|pmatrix|bmatrix)\}(?:(?!\\begin).)*\\end\{\2\})\s*[\])]$", re.S
+)
 _FRAC_SHORT = [
     (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*([0-9a-zA-Z])"), r"\\frac{\1}{\2}"),
     (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*\{"), r"\\frac{\1}{"),
@@ -65,7 +85,21 @@ _FRAC_SHORT = [
 # "1\frac{4}{5}": an integer written against a proper numeric fraction is a mixed number (MATH
 # writes 11 of its 5000 test answers so), not a product; "2\frac{x}{3}" stays a product.
 _MIXED_NUMBER = re.compile(r"(?<![\w.^_}\\])(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
-_AND_OR = re.compile(r"\s+(?:and|or)\s+|,\s*(?:and|or)\s+")
+# "7 3/4": a mixed number written with a slash (PRM800K's grader reads it so).
+_MIXED_SLASH = re.compile(r"^(-?)(\d+)\s+(\d+)/(\d+)$")
+# "3 million": a number word multiplier, not a unit.
+_SCALE = {"thousand": 3, "million": 6, "billion": 9, "trillion": 12}
+_SCALE_WORD = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(thousand|million|billion|trillion)$", re.I)
+_AND_OR = re.compile(
+    r"\s+(?:and|or)\s+|,\s*(?:and|or)\s+|(?<=[)\]}])\s*(?:and|or)\s*(?=[(\[{\\\d-])"
+)
+_EMPTY_ITEMS = re.compile(r",(?:\s*,)+")
+# A whole answer in plain braces ("{1,3}", LaTeX grouping, not the set "\{1,3\}").
+_PARENTHESISED_EQUATION = re.compile(r"^\(([^(),]*=[^(),]*)\)$")
+_GROUPING_BRACES = re.compile(r"^\{([^{}]*)\}$")
+# "2,74", "1000,99", "0,111": a decimal comma (two decimals, or after a leading 0); "1,2" and
+# "1,000" stay a list and a thousands number.
+_DECIMAL_COMMA = re.compile(r"^(-?(?:\d+,\d{2}|0,\d+|\d{4,},\d{1,2}))$")
 _SPACE = re.compile(r"\s+")
 _USELESS_SPACE = re.compile(r"(?<![A-Za-z0-9]) | (?![A-Za-z0-9])")
 _SINGLE_TOKEN_PARENS = re.compile(r"^\((-?[A-Za-z0-9.]+)\)$")
@@ -110,6 +144,7 @@ def _unwrap_text(s: str) -> str:
         elif (
             m.group(1) in ("text", "mbox", "textrm", "mathrm", "textnormal")
             and _WORDS_ONLY.match(words)
+            and not (m.group(1) == "mathrm" and len(words) == 1)  # \mathrm{e}: Euler's e
             and s[m.start() : end].strip() != whole
             and re.search(r"[0-9}]", s[: m.start()] + s[end:])
         ):
@@ -134,6 +169,17 @@ def _strip_trailing_units(s: str) -> str:
     return s[: m.start(1)]
 
 
+def _approx(s: str) -> str:
+    """``x = 1/3 \\approx 0.33`` -> ``x = 1/3``; ``x \\approx 11`` -> ``x = 11``."""
+    m = _APPROX.search(s)
+    if not m:
+        return s
+    head = s[: m.start()].strip()
+    if "=" in head or not re.fullmatch(r"[A-Za-z](?:_\{?\w+\}?)?", head):
+        return head  # the exact value before the approximation
+    return _APPROX.sub("=", s, count=1)
+
+
 def _mixed_number(m: re.Match) -> str:
     whole, num, den = m.groups()
     if 0 < int(num) < int(den):
@@ -150,9 +196,17 @@ def normalize(answer: str) -> str:
         if k in s:
             s = s.replace(k, v)
     s = unicodedata.normalize("NFKC", s)
+    if "\\\\" in s:
+        s = _DOUBLED_BACKSLASH.sub(r"\\", s)
+    m = _DECIMAL_COMMA.match(s.strip().strip("$").strip())
+    if m:
+        s = m.group(1).replace(",", ".")
     s = s.replace("\\$", " ").replace("$", " ")
     s = re.sub(r"(?<!\\)\\[()\[\]]", " ", s)
     s = _THIN_THOUSANDS.sub("", s)
+    if "=" in s:
+        for pattern, latex_op in _ASCII_RELATIONS:
+            s = pattern.sub(latex_op, s)
     s = _SPACING.sub(lambda m: m.group() if m.group() == "\\\\" else " ", s)
     for pattern, repl in _ALIASES:
         s = pattern.sub(repl, s)
@@ -160,12 +214,22 @@ def normalize(answer: str) -> str:
     s = _PERCENT_DOLLAR.sub(" ", s)
     s = _unwrap_text(s)
     s = _AND_OR.sub(",", s)
+    s = _EMPTY_ITEMS.sub(",", s)
+    s = _approx(s)
     s = _SPACE.sub(" ", s).strip()
+    m = _SCALE_WORD.match(s)
+    if m:
+        s = f"{m.group(1)}\\times 10^{{{_SCALE[m.group(2).lower()]}}}"
+    m = _MIXED_SLASH.match(s)
+    if m and 0 < int(m.group(3)) < int(m.group(4)):
+        s = f"{m.group(1)}({m.group(2)}+\\frac{{{m.group(3)}}}{{{m.group(4)}}})"
     s = _strip_trailing_units(s).strip()
     s = re.sub(r"\b(?:dollars?|cents?|USD)\b", " ", s).strip() if re.search(r"\d", s) else s
     s = s.replace("{,}", "")
     if _THOUSANDS.match(s):
         s = s.replace(",", "")
+    if _SPACE_THOUSANDS.match(s):
+        s = s.replace(" ", "")
     for pattern, repl in _FRAC_SHORT:
         s = pattern.sub(repl, s)
     s = _MIXED_NUMBER.sub(_mixed_number, s)
@@ -176,4 +240,32 @@ def normalize(answer: str) -> str:
     m = _SINGLE_TOKEN_PARENS.match(s)
     if m:
         s = m.group(1)
+    m = _PARENTHESISED_EQUATION.match(s)
+    if m:
+        s = m.group(1)  # "(35 + 70 = 105)": a worked calculation in parentheses
+    m = _GROUPING_BRACES.match(s)
+    if m and not s.startswith("\\{"):
+        s = m.group(1)
+    m = _BRACKETED_MATRIX.match(s)
+    if m:
+        s = m.group(1)
     return s
+
+
+# Units written against a number ("5cm", "3 s", "12 km/h", "3页", "13只"). Only stripped from a
+# prediction whose reference is a plain number (``strip_units``): "3s" may be 3*s elsewhere.
+_UNIT_WORDS = (
+    "km/h|m/s|mph|kmh|cm|mm|km|m|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|"
+    "years?|kg|g|mg|lbs?|oz|ft|feet|in|inch(?:es)?|yds?|mi|miles?|ml|mL|l|L|units?|dollars?|"
+    "cents?|degrees?|pages?|people|students?|apples?|eggs?|pounds?|meters?|cm\\^2|m\\^2"
+)
+_GLUED_UNIT = re.compile(
+    rf"^(-?(?:\d+(?:\.\d+)?|\.\d+|\\frac\{{\d+\}}\{{\d+\}})(?:/\d+)?)\s*(?:(?:{_UNIT_WORDS})(?:\^\{{?[23]\}}?)?\.?"
+    r"|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]{1,4})$"
+)
+
+
+def strip_units(answer: str) -> str:
+    """``5cm`` -> ``5``, ``3页`` -> ``3``: a normalised number followed only by a unit."""
+    m = _GLUED_UNIT.match(answer)
+    return m.group(1) if m else answer

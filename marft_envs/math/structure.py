@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .latex import LatexError, free_symbols, parse_latex
+
 MAX_ITEMS = 64
 
 
@@ -86,16 +88,40 @@ _VAR = re.compile(
     r"^(?:[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+|[A-Za-z]\([^()]*\)|\([A-Za-z](?:,[A-Za-z])+\))$"
 )
 _MATRIX = re.compile(
-    r"^\\begin\{(pmatrix|bmatrix|Bmatrix|matrix|array)\}(?:\{[lcr|]*\})?(.*)\\end\{\1\}$", re.DOTALL
+    r"^\\begin\{(pmatrix|bmatrix|Bmatrix|matrix|array)\}(?:\{[lcr|]*\})?((?:(?!\\begin|\\end).)*)"
+    r"\\end\{\1\}$",
+    re.DOTALL,
 )
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
+_OPERATION = re.compile(r"\\(?:lim|sum|prod|int|binom|dbinom|bmod|pmod|det|begin\{vmatrix\})(?![A-Za-z])")
+_PLAIN_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
+_ENVIRONMENT = re.compile(r"\\(?:begin|end)\{\w+\}")
+
+
+_NAME_PARTS = re.compile(r"_\{?\w+\}?|\\(?:frac|angle|overline|widehat|hat|bar|vec|overrightarrow|"
+                         r"triangle|measuredangle|operatorname|mathrm|text)(?![A-Za-z])|[{}()\s^',|:]")
+
+
+def _names_quantity(lhs: str) -> bool:
+    """A left side made only of letters (``\\frac{AB}{CD}``, ``m\\angle ABC``, ``BC``): a name."""
+    bare = _NAME_PARTS.sub("", lhs)
+    return bare.isascii() and bare.isalpha() and len(bare) <= 12
 
 
 def _is_calculation(lhs: str) -> bool:
-    """A left-hand side with digits and no unknowns (``3 + 4``, ``2 \\cdot 3``): arithmetic."""
+    """A left side without unknowns (``3 + 4``, ``2 \\cdot 3``, ``e^{i\\pi}``): it states a value."""
     bare = _COMMAND.sub("", lhs)
-    return any(c.isdigit() for c in bare) and not any(c.isalpha() for c in bare)
+    if _OPERATION.search(lhs):
+        return True  # "\\binom{5}{2} = 10", "\\lim_{x \\to 0} \\frac{\\sin x}{x} = 1"
+    if any(c.isdigit() for c in bare) and not any(c.isalpha() for c in bare):
+        # "3 + 4 = 7", "\\log_2(8) = 3" state a value; "7 = 11a + c" does not.
+        return bool(re.search(r"[-+*/^!]", lhs) or _COMMAND.search(lhs))
+    try:
+        tree = parse_latex(lhs)
+    except LatexError:
+        return False
+    return tree[0] not in ("n", "c", "neg") and not free_symbols(tree)
 
 
 def _scan(s: str):
@@ -169,6 +195,12 @@ def parse_answer(s: str) -> object:
     if m:
         rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
         return Matrix(tuple(_items(r.split("&")) for r in rows))
+    groups, _ = split_top(s, (";",))
+    if len(groups) > 1:
+        # "p=5,q=2; p=7,q=2": semicolons between solutions, commas inside one (a tuple).
+        if any(len(split_top(g, (",",))[0]) > 1 for g in groups):
+            return Bag(tuple(Seq("(", ")", _items(split_top(g, (",",))[0])) for g in groups))
+        return Bag(_items(groups))
     parts, _ = split_top(s, (",",))
     if len(parts) > 1:
         items = _items(parts)
@@ -188,8 +220,12 @@ def parse_answer(s: str) -> object:
         lhs, rhs = parts[0].strip(), parts[-1].strip()
         if _is_calculation(lhs):
             return parse_answer(rhs)  # "3 + 4 = 7" states the value 7, as a worked answer does
-        if _VAR.match(lhs):
+        if len(parts) == 2 and _PLAIN_NUMBER.match(lhs):
+            return Leaf(lhs)  # "200 = 7 * 700": the number it opens with is the claim
+        if _VAR.match(lhs) or (len(parts) == 2 and _names_quantity(lhs)):
             return Assign(lhs, parse_answer(rhs))
+        if len(parts) > 2:
+            return parse_answer(rhs)  # a chain "1 = a = x = 0" ends on the value it reached
         return Equation(lhs, rhs)
     parts, ops = split_top(s, tuple(_REL_OPS))
     if len(parts) > 1:
@@ -198,14 +234,14 @@ def parse_answer(s: str) -> object:
         inner = s[2:-2]
         return SetOf(_items(split_top(inner, (",",))[0]) if inner.strip() else ())
     if len(s) >= 2 and s[0] in "([" and s[-1] in ")]" and _wraps(s, 1):
-        inner_parts, _ = split_top(s[1:-1], (",",))
+        inner_parts, _ = split_top(s[1:-1], (",", ";"))
         if len(inner_parts) > 1:
             return Seq(s[0], s[-1], _items(inner_parts))
     for sign in ("\\pm", "\\mp"):
         if s.count(sign) == 1:
             plus, minus = ("+", "-") if sign == "\\pm" else ("-", "+")
             return Bag((parse_answer(s.replace(sign, plus)), parse_answer(s.replace(sign, minus))))
-    if _WORD.search(s):
+    if _WORD.search(_ENVIRONMENT.sub(" ", s)):
         return Text(s)
     return Leaf(s)
 

@@ -1,27 +1,39 @@
 """``verify`` and ``verify_many``: grade math answers, returning ``Verdict`` objects.
 
-The flow for one pair: extract the answer from the prediction, normalise both
-sides, then the cascade. The exact and numeric steps run in-process (no sympy,
-no IPC); only pairs they cannot decide go to the time-limited worker pool.
+The flow for one pair: extract the answer from the prediction (a choice letter when
+the reference is one), normalise both sides, then the cascade. The exact and numeric
+steps run in-process (no sympy, no IPC); only pairs they cannot decide (or cannot read)
+go to the time-limited worker pool, where sympy and then math-verify run.
 ``verify`` never raises and never hangs.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from ..verdict import Verdict
-from .equivalence import fast_compare, full_compare
-from .extract import extract_answer
-from .normalize import normalize
+from .equivalence import UNDECIDED_METHODS, fast_compare, full_compare
+from .extract import DEFAULT_CONFIG, ExtractionConfig, extract, is_bare_answer
+from .normalize import normalize, strip_units
 from .version import GRADER_VERSION
 from .worker import WorkerError, WorkerTimeout, get_pool
 
+# "C", "(C)", "C. Cecile", "C Cecile": a choice letter, alone or before its option's text.
+_CHOICE_REFERENCE = re.compile(r"^\(?([A-Za-z])\)?(?:$|[.:)]?\s*[A-Z][a-z])")
+
 DEFAULT_TIMEOUT = 5.0
 """Seconds allowed for the symbolic (sympy) step of one pair."""
+
+MATH_VERIFY_SHARE = 0.4
+"""The part of the time limit math-verify gets in the worker (its own limits, whole seconds).
+
+What it cannot decide in that time it does not decide (``timeout``): a pair that needs
+seconds of sympy is rare in rewards, and a trainer waits for every verdict."""
 
 MAX_ANSWER_CHARS = 2000
 """Longer extracted answers are not answers: reason ``invalid``."""
@@ -40,7 +52,9 @@ def _as_text(x: Any) -> str | None:
         return None
 
 
-def _verdict(start: float, correct: bool, answer: str | None, reason: str, **kw: Any) -> Verdict:
+def _verdict(
+    start: float, correct: bool, answer: str | None, reason: str, source: str = "none", **kw: Any
+) -> Verdict:
     return Verdict(
         correct=correct,
         answer=answer,
@@ -50,55 +64,132 @@ def _verdict(start: float, correct: bool, answer: str | None, reason: str, **kw:
         infra_error=kw.pop("infra_error", False),
         details=kw,
         grader_version=GRADER_VERSION,
+        answer_source=source,
     )
 
 
 class _Pending:
-    """A pair the fast path could not decide: it needs the worker."""
+    """A pair the fast path could not decide (or read): it needs the worker."""
 
-    def __init__(self, start: float, answer: str, pred: str, ref: str) -> None:
-        self.start, self.answer, self.pred, self.ref = start, answer, pred, ref
+    def __init__(
+        self, start: float, answer: str, source: str, pred: str, ref: str, reference: str
+    ) -> None:
+        self.start, self.answer, self.source = start, answer, source
+        self.pred, self.ref, self.reference = pred, ref, reference
 
 
-def _fast(prediction: Any, reference: Any, last_number_fallback: bool) -> Verdict | _Pending:
+def reference_answer(reference: str, config: ExtractionConfig = DEFAULT_CONFIG) -> str:
+    """The answer a reference states: itself when bare, else its box or answer phrase.
+
+    References are normally bare answers; a whole solution (MATH's ``solution`` field,
+    math-verify's gold texts) is read by the same extraction rules as a response.
+    """
+    if is_bare_answer(reference) and "\\boxed" not in reference:
+        return reference
+    found = extract(reference, replace(config, math_span=False, last_number=False, bare=False))
+    return found.answer or reference
+
+
+def _choice_reference(ref: str, config: ExtractionConfig) -> str | None:
+    """The letter of a multiple-choice reference (``C``, ``(C)``, ``C Cecile``), else None."""
+    m = _CHOICE_REFERENCE.match(ref)
+    return m.group(1) if m and m.group(1) in config.choices else None
+
+
+def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict | _Pending:
     start = time.perf_counter()
     try:
         ref_text = _as_text(reference)
         if ref_text is None or not ref_text.strip():
-            return _verdict(start, False, None, "invalid", infra_error=True,
-                            error="the reference answer is empty")
+            return _verdict(
+                start,
+                False,
+                None,
+                "invalid",
+                infra_error=True,
+                error="the reference answer is empty",
+            )
+        ref_text = reference_answer(ref_text, config)
+        ref = normalize(ref_text)
+        letter = _choice_reference(ref, config)
+        choice = letter is not None
+        if choice:
+            ref = letter
         text = _as_text(prediction)
-        answer = extract_answer(text, last_number_fallback=last_number_fallback) if text else None
-        if not answer:
+        found = extract(text, config, choice=choice) if text else None
+        if found is None or not found.answer:
             return _verdict(start, False, None, "no_answer")
+        answer, source = found.answer, found.source
         if len(answer) > MAX_ANSWER_CHARS:
-            return _verdict(start, False, answer[:100], "invalid",
-                            error=f"answer longer than {MAX_ANSWER_CHARS} characters")
-        pred, ref = normalize(answer), normalize(ref_text)
+            return _verdict(
+                start,
+                False,
+                answer[:100],
+                "invalid",
+                source,
+                error=f"answer longer than {MAX_ANSWER_CHARS} characters",
+            )
+        pred = normalize(answer)
+        if not any(c.isalpha() for c in re.sub(r"\\[A-Za-z]+", "", ref)):
+            pred = strip_units(pred)  # "5cm" for 5; "3s" could be 3*s against a letter answer
         if not pred:
-            return _verdict(start, False, answer, "no_answer", normalized=pred)
+            return _verdict(start, False, answer, "no_answer", source, normalized=pred)
         equal, method = fast_compare(pred, ref)
-        if equal is None:
-            return _Pending(start, answer, pred, ref)
-        return _verdict(start, equal, answer, method if equal else "mismatch",
-                        normalized=pred, reference=ref, method=method)
+        if equal is None or (equal is False and method in UNDECIDED_METHODS):
+            return _Pending(start, answer, source, pred, ref, ref_text)
+        return _verdict(
+            start,
+            equal,
+            answer,
+            method if equal else "mismatch",
+            source,
+            normalized=pred,
+            reference=ref,
+            method=method,
+        )
     except Exception as e:  # noqa: BLE001 - a verifier bug must not crash a training run
-        return _verdict(start, False, None, "error", infra_error=True,
-                        error=f"{type(e).__name__}: {e}"[:300])
+        return _verdict(
+            start, False, None, "error", infra_error=True, error=f"{type(e).__name__}: {e}"[:300]
+        )
 
 
 def _slow(p: _Pending, timeout: float) -> Verdict:
     info = {"normalized": p.pred, "reference": p.ref}
     try:
-        equal, method = get_pool().run(full_compare, p.pred, p.ref, timeout=timeout)
+        mv_seconds = max(1, int(MATH_VERIFY_SHARE * timeout))
+        equal, method = get_pool().run(
+            full_compare, p.pred, p.ref, p.answer, p.reference, mv_seconds, timeout=timeout
+        )
     except WorkerTimeout:
-        return _verdict(p.start, False, p.answer, "timeout", timeout=timeout, **info)
+        return _verdict(p.start, False, p.answer, "timeout", p.source, timeout=timeout, **info)
     except (WorkerError, OSError, RuntimeError, AssertionError) as e:
         # AssertionError/RuntimeError: no worker can start here (a daemonic process, say)
-        return _verdict(p.start, False, p.answer, "error", infra_error=True,
-                        error=f"{type(e).__name__}: {e}"[:300], **info)
-    return _verdict(p.start, equal, p.answer, method if equal else "mismatch",
-                    method=method, **info)
+        return _verdict(
+            p.start,
+            False,
+            p.answer,
+            "error",
+            p.source,
+            infra_error=True,
+            error=f"{type(e).__name__}: {e}"[:300],
+            **info,
+        )
+    return _verdict(
+        p.start,
+        equal,
+        p.answer,
+        method if equal or method == "timeout" else "mismatch",
+        p.source,
+        method=method,
+        **info,
+    )
+
+
+def _config(config: ExtractionConfig | None, last_number_fallback: bool) -> ExtractionConfig:
+    config = config or DEFAULT_CONFIG
+    if not isinstance(config, ExtractionConfig):
+        raise TypeError(f"config must be an ExtractionConfig, got {type(config).__name__}")
+    return config if last_number_fallback else replace(config, last_number=False)
 
 
 def verify(
@@ -107,15 +198,19 @@ def verify(
     *,
     timeout: float | None = None,
     last_number_fallback: bool = True,
+    config: ExtractionConfig | None = None,
 ) -> Verdict:
     """Grade ``prediction`` (a whole response or a bare answer) against ``reference``.
 
     Returns a ``Verdict`` with ``score`` 1.0/0.0 and ``reason`` one of: ``exact``,
-    ``numeric``, ``symbolic`` (correct); ``mismatch``, ``no_answer``, ``timeout``,
-    ``invalid`` (wrong); ``error`` (a verifier fault, ``infra_error=True``).
-    The symbolic step is limited to ``timeout`` seconds (default ``DEFAULT_TIMEOUT``).
+    ``numeric``, ``symbolic``, ``math-verify`` (correct); ``mismatch``, ``no_answer``,
+    ``timeout``, ``invalid`` (wrong); ``error`` (a verifier fault, ``infra_error=True``).
+    ``answer_source`` names the extraction rule that found the answer. The worker step is
+    limited to ``timeout`` seconds (default ``DEFAULT_TIMEOUT``). ``config`` chooses the
+    extraction rules (default ``ExtractionConfig()``); ``last_number_fallback=False`` turns
+    the last-number rule off.
     """
-    outcome = _fast(prediction, reference, last_number_fallback)
+    outcome = _fast(prediction, reference, _config(config, last_number_fallback))
     if isinstance(outcome, Verdict):
         return outcome
     return _slow(outcome, DEFAULT_TIMEOUT if timeout is None else timeout)
@@ -127,6 +222,7 @@ def verify_many(
     timeout: float | None = None,
     workers: int | None = None,
     last_number_fallback: bool = True,
+    config: ExtractionConfig | None = None,
 ) -> list[Verdict]:
     """Grade many ``(prediction, reference)`` pairs; results keep the input order.
 
@@ -134,9 +230,8 @@ def verify_many(
     worker processes at once (default: the pool size, at most 4).
     """
     limit = DEFAULT_TIMEOUT if timeout is None else timeout
-    results: list[Verdict | _Pending] = [
-        _fast(p, r, last_number_fallback) for p, r in pairs
-    ]
+    chosen = _config(config, last_number_fallback)
+    results: list[Verdict | _Pending] = [_fast(p, r, chosen) for p, r in pairs]
     pending = [i for i, x in enumerate(results) if isinstance(x, _Pending)]
     if pending:
         pool = get_pool(workers)

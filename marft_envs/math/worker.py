@@ -33,7 +33,7 @@ from typing import Any
 # replacement for a killed one) is forked from it, ready in milliseconds. Where it
 # does not exist, spawn (each worker imports sympy itself).
 START_METHOD = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-_PRELOAD = ["marft_envs.math.equivalence", "marft_envs.math.symbolic"]
+_PRELOAD = ["marft_envs.math.equivalence", "marft_envs.math.symbolic", "math_verify"]
 STARTUP_TIMEOUT = 120.0  # a cold worker (spawn + import sympy) on a loaded host
 MEMORY_LIMIT_BYTES = 4 << 30
 DEFAULT_POOL_SIZE = max(1, min(4, os.cpu_count() or 1))
@@ -62,6 +62,9 @@ def _serve(conn) -> None:
     import sympy  # noqa: F401  (imported before "ready": not on any job's clock)
 
     from . import equivalence  # noqa: F401
+    from .mv_stage import warm
+
+    warm()
 
     try:
         conn.send(("ready", None))
@@ -90,15 +93,32 @@ def _serve(conn) -> None:
 _MAIN_LOCK = threading.Lock()
 
 
+def _package_root() -> str:
+    """The directory this package was imported from (a source checkout, or site-packages)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 @contextmanager
 def _main_hidden() -> Iterator[None]:
-    """Show spawn an empty ``__main__`` so the child does not re-run the caller's script."""
+    """Show spawn an empty ``__main__`` so the child does not re-run the caller's script.
+
+    Also puts this package's own directory first on the child's ``PYTHONPATH`` while a
+    process starts: Python 3.11's fork server ignores the parent's ``sys.path``, so a caller
+    that imported this package from a checkout (``sys.path.insert``) would otherwise get
+    workers running another installed copy.
+    """
     with _MAIN_LOCK:
         main = sys.modules.get("__main__")
         sys.modules["__main__"] = types.ModuleType("__main__")
+        old_path = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_package_root(), old_path]))
         try:
             yield
         finally:
+            if old_path is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = old_path
             if main is not None:
                 sys.modules["__main__"] = main
 

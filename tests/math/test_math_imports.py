@@ -24,3 +24,12 @@ def test_fast_path_imports_neither_sympy_nor_torch():
     sympy_before, sympy_after, torch = out.stdout.split()
     assert torch == "False"
     assert sympy_after == sympy_before  # the math verifier itself did not pull sympy in
+
+
+def test_math_verify_stage_imports_no_torch():
+    # math-verify is a core dependency (a stage in the worker): it must stay torch-free.
+    script = "import sys, math_verify; from marft_envs.math import mv_stage; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

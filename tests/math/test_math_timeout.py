@@ -103,3 +103,17 @@ def test_no_worker_possible_is_an_infrastructure_error():
 
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert pool.map(_grade_in_daemon, [0]) == [("error", True)]
+
+
+def test_math_verify_stage_has_its_share_of_the_limit():
+    # A \sum identity only math-verify reads, and that takes it seconds: it gets
+    # MATH_VERIFY_SHARE of the limit (its own signal limits in the worker), then "timeout".
+    from marft_envs.math.verify import MATH_VERIFY_SHARE
+
+    limit = 3.0
+    start = time.monotonic()
+    v = verify("$F_n = \\sum_{k=0}^{n-2} F_k F_{n-k-2}$", "$F_n = \\sum_{k=0}^{n-1} F_k F_{n-k-1}$",
+               timeout=limit)
+    assert not v.correct and v.reason in {"timeout", "mismatch"}
+    assert time.monotonic() - start < limit + SLACK
+    assert 0 < MATH_VERIFY_SHARE < 1
