@@ -56,7 +56,8 @@ def fixed_shape(collect, prompt_tokens: int, new_tokens: int, vocab: int):
     return wrapped
 
 
-def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int) -> None:
+def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int,
+          episodes: int = EPISODES) -> None:
     import torch
 
     import marft_envs
@@ -72,7 +73,7 @@ def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int
         "dataset": "arith", "workflow": Workflow(f"bench-{agents}", roles), "verifier": "math"})
     cfg = load_config("marft", overrides=[
         f"env.id={env_id}", f"model.name={model}", f"model.max_new_tokens={new_tokens}", "env.num_envs=4",
-        f"train.episodes_per_iteration={EPISODES * 4 // agents}", "algo.minibatch_size=4", "train.log=[]"])
+        f"train.episodes_per_iteration={episodes * 4 // agents}", "algo.minibatch_size=4", "train.log=[]"])
     trainer = Trainer(cfg, out)
     turns = []
 
@@ -98,11 +99,13 @@ def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int
                       "turns": turns[0], "adapters": len(trainer.model.adapters)}))
 
 
-def measure(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int) -> dict:
-    """One MARFT step with ``agents`` agents in a fresh process: its peak memory and sizes."""
+def measure(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int,
+            episodes: int = EPISODES) -> dict:
+    """One MARFT step with ``agents`` agents in a fresh process: its peak memory and sizes
+    (``episodes``: episodes of the 4-agent step, ``4 * episodes`` turns in both)."""
     done = subprocess.run([sys.executable, __file__, "--model", model, "--out", out,
                            "--prompt-tokens", str(prompt_tokens), "--new-tokens", str(new_tokens),
-                           "--child", str(agents)], check=False, capture_output=True, text=True, cwd=ROOT,
+                           "--episodes", str(episodes), "--child", str(agents)], check=False, capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"})
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
@@ -115,12 +118,15 @@ def main() -> None:
     p.add_argument("--out", default="runs/bench_memory")
     p.add_argument("--prompt-tokens", type=int, default=192, help="prompt tokens of every trained turn")
     p.add_argument("--new-tokens", type=int, default=16, help="response tokens of every trained turn")
+    p.add_argument("--episodes", type=int, default=EPISODES,
+                   help="episodes of the 4-agent step (the 1-agent step plays 4x as many)")
     p.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        child(args.model, args.child, args.out, args.prompt_tokens, args.new_tokens)
+        child(args.model, args.child, args.out, args.prompt_tokens, args.new_tokens, args.episodes)
         return
-    results = {agents: measure(args.model, agents, args.out, args.prompt_tokens, args.new_tokens)
+    results = {agents: measure(args.model, agents, args.out, args.prompt_tokens, args.new_tokens,
+                               args.episodes)
                for agents in (1, 4)}
     one, four = results[1], results[4]
     mib = 1024 ** 2

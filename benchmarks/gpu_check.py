@@ -5,7 +5,8 @@
 
 Needs no network and no model download: the default model is ``random-qwen2-0.5b`` (Qwen2-0.5B's
 shape, random weights, built on the device); ``--model tiny-random`` is the CPU smoke size
-(``--device cpu --model tiny-random`` runs in CI, see tests/test_gpu_check.py). Prints:
+(``--device cpu --model tiny-random`` runs in CI with smaller sizes, see
+tests/baselines/test_gpu_check.py). Prints:
 
 1. generation tokens/s of the transformers backend (``HFGenerator``, one adapter);
 2. log-prob agreement between the rollout (what ``generate`` sampled with) and the training
@@ -28,6 +29,7 @@ Exit status 0 and "GPU CHECK PASSED" when every figure was measured and is finit
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import math
 import sys
@@ -66,6 +68,8 @@ CPU_DEFAULTS = {
     "update_steps": 2,
     "memory_prompt_tokens": 32,
     "memory_new_tokens": 8,
+    "memory_episodes": 4,
+    "matmul_size": 1024,
 }
 GPU_DEFAULTS = {
     "prompts": 64,
@@ -76,6 +80,8 @@ GPU_DEFAULTS = {
     "update_steps": 5,
     "memory_prompt_tokens": 192,
     "memory_new_tokens": 16,
+    "memory_episodes": 4,
+    "matmul_size": 8192,
 }
 
 
@@ -121,6 +127,22 @@ def agreement(am: AdapterModel, out) -> tuple[float, float, int]:
     return float(mean), float(peak), int(batch.mask.sum())
 
 
+@contextlib.contextmanager
+def in_float32(module: torch.nn.Module):
+    """``module`` in float32 inside the block, every parameter and buffer back in its own dtype
+    after it: the bf16 base round-trips exactly, and the LoRA weights that peft keeps in float32
+    on a bf16 base stay float32 (``module.to(bfloat16)`` would cast them too, and the PPO update
+    measured next would train bf16 adapters, which the trainer never does)."""
+    dtypes = {n: t.dtype for n, t in (*module.named_parameters(), *module.named_buffers())}
+    module.to(torch.float32)
+    try:
+        yield module
+    finally:
+        for name, t in (*module.named_parameters(), *module.named_buffers()):
+            if t.dtype != dtypes[name]:
+                t.data = t.data.to(dtypes[name])
+
+
 def update_flops(am: AdapterModel, seqs: int, prompt_tokens: int, new_tokens: int) -> float:
     """Model FLOPs of one PPO update step on ``seqs`` sequences (see the module docstring)."""
     config = am.peft.get_base_model().config
@@ -164,9 +186,8 @@ def ppo_update(am, seqs: int, prompt_tokens: int, new_tokens: int, steps: int, d
     return (time.perf_counter() - start) / steps
 
 
-def matmul_peak(device: str, dtype: torch.dtype) -> float:
-    """Measured FLOP/s of a large square matmul in ``dtype`` (the achievable peak here)."""
-    n = 8192 if device.startswith("cuda") else 1024
+def matmul_peak(device: str, dtype: torch.dtype, n: int) -> float:
+    """Measured FLOP/s of an ``n x n`` matmul in ``dtype`` (the achievable peak here)."""
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
     a @ b  # warm-up
@@ -290,14 +311,13 @@ def main() -> int:
     figures += [rate, mean, peak]
     print(f"(at {time.perf_counter() - t0:.0f} s)")
     if args.dtype != "float32":
-        am.peft.to(torch.float32)  # a lossless round trip back to bf16 afterwards
-        _, out32 = generation(am, args.prompts, args.new_tokens, device)
-        mean32, peak32, n32 = agreement(am, out32)
+        with in_float32(am.peft):
+            _, out32 = generation(am, args.prompts, args.new_tokens, device)
+            mean32, peak32, n32 = agreement(am, out32)
         print(
             f"log-prob agreement, rollout vs training forward, float32 (anchor): mean |diff| "
             f"{mean32:.6f}, max {peak32:.6f} over {n32} tokens"
         )
-        am.peft.to(getattr(torch, args.dtype))
         figures += [mean32, peak32]
 
     per_step = ppo_update(
@@ -310,7 +330,7 @@ def main() -> int:
     )
     tokens = args.update_seqs * (args.update_prompt_tokens + args.update_new_tokens)
     flops = update_flops(am, args.update_seqs, args.update_prompt_tokens, args.update_new_tokens)
-    measured = matmul_peak(device, getattr(torch, args.dtype))
+    measured = matmul_peak(device, getattr(torch, args.dtype), args.matmul_size)
     line = (
         f"PPO update: {args.update_seqs} sequences x ({args.update_prompt_tokens} + "
         f"{args.update_new_tokens}) tokens, {per_step * 1e3:.1f} ms per step = "
@@ -340,9 +360,15 @@ def main() -> int:
             str(Path(args.out) / "memory"),
             args.memory_prompt_tokens,
             args.memory_new_tokens,
+            args.memory_episodes,
         )
         for a in (1, 4)
     }
+    if mem[1]["turns"] != mem[4]["turns"]:
+        raise SystemExit(
+            f"unfair memory comparison: {mem[1]['turns']} trained turns (1 agent) vs "
+            f"{mem[4]['turns']} (4 agents)"
+        )
     kind = "peak GPU memory" if mem[1]["cuda"] else "peak RSS (CPU)"
     ratio = mem[4]["peak"] / mem[1]["peak"]
     print(

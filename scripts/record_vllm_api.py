@@ -5,7 +5,7 @@
 
 The source is parsed with ``ast`` (nothing is imported, so no GPU and no vLLM install is needed);
 only names, parameter kinds, whether a parameter has a default, and a few ``Literal`` value sets
-are written. ``tests/distributed/test_vllm_api.py`` checks the generator's calls against this
+are written. ``tests/distributed/test_vllm_generator.py`` checks the generator's calls against this
 table; docs/distributed.md says which version it holds.
 """
 

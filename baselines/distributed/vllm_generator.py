@@ -237,7 +237,9 @@ class VLLMGenerator:
             "max_loras": num_adapters,
             "max_lora_rank": vllm_lora_rank(lora_rank),
             "gpu_memory_utilization": 0.4,  # leaves room for training on the same GPU
-            # report log-probs after temperature, as the training forward computes them
+            # report log-probs after temperature, as the training forward computes them (and
+            # after top-p: with top_p < 1 they are renormalised over the nucleus, the training
+            # forward's are not, see docs/distributed.md)
             "logprobs_mode": "processed_logprobs",
             **engine_kwargs,
         }

@@ -47,6 +47,18 @@ def extra_requirements(name: str, extras: dict[str, list[str]]) -> list[str]:
     return out
 
 
+def extras_within(name: str, extras: dict[str, list[str]]) -> set[str]:
+    """``name`` and the extras it names through ``marft-envs[...]``, recursively."""
+    own = re.compile(r"^marft[-_]envs\[([^\]]+)\]$")
+    out = {name}
+    for req in extras[name]:
+        match = own.match(req.replace(" ", ""))
+        if match:
+            for sub in match.group(1).split(","):
+                out |= extras_within(sub, extras)
+    return out
+
+
 @cache
 def resolve(requirements: tuple[str, ...], python: str, deps: bool = True) -> dict[str, str]:
     """``{name: version}`` that uv resolves ``requirements`` to on PyPI; fails with uv's reason.
@@ -89,29 +101,61 @@ def resolve(requirements: tuple[str, ...], python: str, deps: bool = True) -> di
     return {name.strip().lower(): version.strip() for name, version in pins}
 
 
-def union_of_extras() -> tuple[str, ...]:
-    """Core dependencies plus every extra: what a user who installs all of them asks for."""
+# Extras that cannot be installed together with the current releases, and why. Each side
+# resolves with every other extra (tested); test_known_conflicts_are_still_conflicts fails
+# when one goes away, so the entry is removed rather than kept by habit.
+CONFLICTS = {
+    ("serve", "vllm"): "openenv 0.10.0 needs fastmcp<4 (mcp<2); vLLM 0.33.0 needs mcp>=2.2,<3",
+}
+
+
+def union_of_extras(without: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Core dependencies plus every extra but ``without``: what a user who installs all of them
+    asks for."""
     p = project()
     extras = p["optional-dependencies"]
     reqs = list(p["dependencies"])
     for name in extras:
+        if set(without) & extras_within(name, extras):
+            continue  # e.g. "all", which holds "serve"
         reqs += [r for r in extra_requirements(name, extras) if r not in reqs]
     return tuple(reqs)
 
 
+# every extra together, leaving out one side of each conflict: one set per side
+WITHOUT = [(side,) for pair in CONFLICTS for side in pair]
+
+
+@pytest.mark.parametrize("without", WITHOUT, ids=lambda w: "without-" + "-".join(w))
 @pytest.mark.parametrize("python", PYTHONS)
-def test_all_extras_resolve_together(python):
-    """One resolution of the core and every extra (so each extra alone resolves too)."""
-    pins = resolve(union_of_extras(), python)
-    assert {"torch", "transformers", "peft", "vllm"} <= set(pins)
+def test_all_extras_resolve_together(python, without):
+    """One resolution of the core and every extra (so each extra alone resolves too), but for
+    the known conflicts: each side of one resolves with all the rest."""
+    pins = resolve(union_of_extras(without), python)
+    assert {"torch", "transformers", "peft"} <= set(pins)
+    assert ("vllm" in pins) == ("vllm" not in without)
+
+
+@pytest.mark.parametrize("python", PYTHONS)
+def test_known_conflicts_are_still_conflicts(python):
+    extras = project()["optional-dependencies"]
+    for pair, why in CONFLICTS.items():
+        reqs = tuple(r for name in pair for r in extra_requirements(name, extras))
+        try:
+            resolve(reqs, python)
+        except pytest.fail.Exception:
+            continue
+        pytest.fail(f"extras {pair} resolve together now ({why}: no longer so); drop the entry")
 
 
 @pytest.mark.parametrize("python", PYTHONS)
 def test_the_current_vllm_installs_beside_the_baselines(python):
-    """The newest vLLM release is what the extras get together: no requirement of ours (a
-    torch pin, a transformers bound) pushes the resolver back to an older vLLM."""
+    """The newest vLLM release is what the extras get together (every extra that does not
+    conflict with vllm): no requirement of ours (a torch pin, a transformers bound) pushes the
+    resolver back to an older vLLM."""
     newest = resolve(("vllm",), python, deps=False)["vllm"]
-    union = union_of_extras()
+    union = union_of_extras(tuple(side for pair in CONFLICTS if "vllm" in pair
+                                  for side in pair if side != "vllm"))
     if resolve(union, python)["vllm"] != newest:
         # resolving again with the current release pinned fails with the conflict named
         resolve(union + (f"vllm=={newest}",), python)
