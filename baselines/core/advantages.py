@@ -100,7 +100,12 @@ def compute_advantages(
         col, row_spans = 0, []
         for k, (e, i) in enumerate(row):
             turn = rollout.turns[e][i]
-            ends_round = k == len(row) - 1 or not sequential or rollout.turns[e][row[k + 1][1]].round != turn.round
+            if not sequential:
+                ends_round = True
+            elif k < len(row) - 1:
+                ends_round = rollout.turns[e][row[k + 1][1]].round != turn.round
+            else:  # an episode cut mid-round bootstraps from the same round's next agent: no discount
+                ends_round = not _cut_mid_round(rollout, e)
             reward = _turn_reward(rollout, e, i, sequential, ends_round)
             v = values[(e, i)].float().flatten()
             length = len(turn.action_ids) if token_level else 1
@@ -130,6 +135,16 @@ def compute_advantages(
             adv_out[key] = a if token_level else a.expand(n_tokens).clone()
             ret_out[key] = ret[b, col:col + length].clone()
     return adv_out, ret_out
+
+
+def _cut_mid_round(rollout: Rollout, e: int) -> bool:
+    """True when truncated episode ``e`` stopped inside a round (its last round has no verdict),
+    so its bootstrap value is the next agent's of the same round, reached without discount."""
+    episode, turns = rollout.episodes[e], rollout.turns[e]
+    if not episode.truncated or not turns:
+        return False
+    graded = {int(v.get("round", r)) for r, v in enumerate(episode.verdicts)}
+    return turns[-1].round not in graded
 
 
 def _bootstrap_of(rollout: Rollout, key: RowKey, bootstrap: Mapping[RowKey, float] | None) -> float:

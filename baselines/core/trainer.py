@@ -156,7 +156,12 @@ class Trainer:
         seed_everything(cfg.train.seed)
         env_id, overrides = env_overrides(cfg, for_eval=False)
         self.env_id = env_id
-        self.venv = self._make_envs(env_id, cfg.train.seed, overrides)
+        try:
+            self.venv = self._make_envs(env_id, cfg.train.seed, overrides)
+        except TypeError as exc:  # marft_envs.make: a mistyped env.overrides key is a usage error
+            if "unknown override" not in str(exc):
+                raise
+            raise ConfigError(f"env.overrides: {exc}") from exc
         self.agents = list(self.venv.possible_agents)
         self._eval_venv = None
         self._eval_sets: dict[tuple[int, int], EvalSet] = {}

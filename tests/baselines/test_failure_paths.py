@@ -270,6 +270,13 @@ def test_unknown_env_missing_model_and_typos_are_clear_errors(model, tmp_path):
         load_config("marft", overrides=["algo.lrr=1e-4"])
     with pytest.raises(ConfigError, match="env.num_envs"):
         load_config("marft", overrides=["env.num_envs=many"])
+    # a mistyped environment override is a usage error too (the CLI prints one line, exit 2)
+    cfg = load_config("marft", overrides=["env.id=arith-2agent", f"model.name={model}", *BASE,
+                                          "env.overrides.horizn=3"])
+    with pytest.raises(ConfigError, match=r"env.overrides: .*unknown override\(s\) \['horizn'\]"):
+        Trainer(cfg, tmp_path)
+    assert marft.main(["--env", "arith-2agent", "--model", model, "--out", str(tmp_path),
+                       "env.overrides.horizn=3"]) == 2
 
 
 class BuggyVerifier:

@@ -209,3 +209,21 @@ def test_truncated_episode_bootstraps_from_the_critic_terminated_does_not():
     _, ret = compute_advantages(_truncated_rollout(True), tok, sequential=True, token_level=True,
                                 gamma=0.5, lam=1.0, bootstrap={(0, None): 0.8})
     assert [round(float(ret[(0, i)][0]), 6) for i in range(4)] == [0.7, 0.7, 1.4, 1.4]
+
+
+def test_episode_truncated_mid_round_bootstraps_from_the_next_agent_without_discount():
+    # max_turns=3 with 2 agents: round 0 graded (team reward 1 on its last turn), round 1 cut
+    # after agent 0; the bootstrap is the critic's value for agent 1 of the SAME round, so the
+    # edge from turn 2 is inside a round (discount 1), not a round end (discount gamma)
+    ro = _rollout([2], rewards=[[1.0, 0.0]])
+    ro.turns[0] = ro.turns[0][:3]
+    ro.episodes[0].verdicts = ro.episodes[0].verdicts[:1]
+    ro.episodes[0].truncated = True
+    values = {(0, i): torch.tensor([0.1 * (i + 1)]) for i in range(3)}
+    kw = {"sequential": True, "gamma": 0.5, "lam": 1.0, "bootstrap": {(0, None): 0.8}}
+    _, ret = compute_advantages(ro, values, token_level=False, **kw)
+    # R_2 = 0 + 1 * 0.8; R_1 = 1 + 0.5 * R_2; R_0 = 0 + 1 * R_1
+    assert [round(float(ret[(0, i)]), 6) for i in range(3)] == [1.4, 1.4, 0.8]
+    tok = {(0, i): torch.full((i % 2 + 1,), 0.1 * (i + 1)) for i in range(3)}
+    _, ret = compute_advantages(ro, tok, token_level=True, **kw)
+    assert [round(float(ret[(0, i)][0]), 6) for i in range(3)] == [1.4, 1.4, 0.8]
