@@ -74,6 +74,14 @@ def test_unknown_model_names_the_choices():
         load_base("./missing/dir")
 
 
+def test_a_hub_id_with_the_hub_unreachable_fails_at_once_naming_the_endpoint(monkeypatch):
+    # port 9 (discard) refuses connections: the Hub client would retry before failing
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    with pytest.raises(ModelNotFoundError, match=r"http://127\.0\.0\.1:9 is unreachable"):
+        load_base("nobody-org/no-such-model-xyz")
+
+
 def test_adapters_differ_and_reference_is_the_bare_base(adapter_model):
     am = adapter_model
     prompts = render_prompts(am.tokenizer, [CONV])
