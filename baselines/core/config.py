@@ -55,8 +55,8 @@ def _f(default: Any, help: str) -> Any:
 class ModelConfig:
     """The base language model, its LoRA adapters and sampling."""
 
-    name: str = _f("tiny-random", "Hugging Face id or local path; 'tiny-random' = built-in tiny "
-                   "random model for smoke runs")
+    name: str | None = _f(None, "Hugging Face id or local path (required: --model); built-ins: "
+                          "tiny-random (tiny random model for smoke runs), smollm2-135m")
     dtype: Literal["auto", "float32", "bfloat16"] = _f(
         "auto", "weights/compute dtype; auto = float32 on CPU, bfloat16 on GPU (no float16: it "
         "needs loss scaling)")
