@@ -13,9 +13,9 @@ import importlib
 import inspect
 import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
