@@ -26,13 +26,17 @@ SKIP_KINDS = ("gpu", "network", "service", "slow")
 MARKER = re.compile(r"<!--\s*docs-test:\s*skip\s+(\w+)\s*(.*?)\s*-->")
 FENCE = re.compile(r"^```(\w*)\s*$")
 #: appended to every `python -m baselines.{marft,marft_shared,ippo,eval}` of a bash block
-SMALL = ("model.max_new_tokens=8 env.num_envs=2 train.episodes_per_iteration=2 "
-         "env.eval_episodes=2 train.log=[jsonl]")
+SMALL = (
+    "model.max_new_tokens=8 env.num_envs=2 train.episodes_per_iteration=2 "
+    "env.eval_episodes=2 train.log=[jsonl]"
+)
 #: (page, sha256 prefix of the block) -> why it cannot run yet. Keyed by the block's content: once
 #: the block changes, it is tested again. docs/math_verifier.md is being rewritten on the
 #: math-verifier branch, and this block's `verify_many([(response, reference), ...])` is a sketch.
-PENDING = {("docs/math_verifier.md", "1e14515e7a853c44"): "placeholders (response, reference, ...) in a "
-           "block the math-verifier branch rewrites"}
+PENDING = {
+    ("docs/math_verifier.md", "1e14515e7a853c44"): "placeholders (response, reference, ...) in a "
+    "block the math-verifier branch rewrites"
+}
 #: names a Python snippet may use as placeholders for the reader's own code
 PYTHON_PRELUDE = 'def my_llm(prompt):\n    return "\\\\boxed{0}"\n\n'
 BASH_PRELUDE = f"""set -euo pipefail
@@ -78,8 +82,15 @@ def snippets(page: Path) -> list[Snippet]:
                 body.append(lines[i])
                 i += 1
             if fence.group(1) in ("bash", "python"):
-                found.append(Snippet(str(page.relative_to(REPO)), start + 1, fence.group(1),
-                                     "\n".join(body) + "\n", marker))
+                found.append(
+                    Snippet(
+                        str(page.relative_to(REPO)),
+                        start + 1,
+                        fence.group(1),
+                        "\n".join(body) + "\n",
+                        marker,
+                    )
+                )
             marker = None
         elif lines[i].strip() and not m:
             marker = None  # a marker applies to the next fence only, across blank lines
@@ -98,20 +109,27 @@ def test_markers_name_a_known_kind_and_a_reason():
 def test_list_the_skipped_snippets(capsys):
     skipped = [s for s in ALL if s.skip]
     with capsys.disabled():
-        print(f"\ndocs snippets: {len(ALL)} found, {len(ALL) - len(skipped)} run, "
-              f"{len(skipped)} skipped")
+        print(
+            f"\ndocs snippets: {len(ALL)} found, {len(ALL) - len(skipped)} run, "
+            f"{len(skipped)} skipped"
+        )
         for s in skipped:
             print(f"  skipped {s.id} [{s.skip[0]}] {s.skip[1]}")
     assert ALL
 
 
-@pytest.mark.parametrize("snippet", [s for s in ALL if not s.skip], ids=lambda s: f"{s.id}-{s.lang}")
+@pytest.mark.parametrize(
+    "snippet", [s for s in ALL if not s.skip], ids=lambda s: f"{s.id}-{s.lang}"
+)
 def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
     pending = PENDING.get((snippet.page, hashlib.sha256(snippet.code.encode()).hexdigest()[:16]))
     if pending:
         pytest.xfail(pending)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-           "MARFT_DATA_DIR": os.environ.get("MARFT_DATA_DIR", str(REPO.parent / "shared" / "data"))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "MARFT_DATA_DIR": os.environ.get("MARFT_DATA_DIR", str(REPO.parent / "shared" / "data")),
+    }
     if snippet.lang == "python":
         script = tmp_path / "snippet.py"
         script.write_text(PYTHON_PRELUDE + snippet.code)
@@ -120,7 +138,17 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
         script = tmp_path / "snippet.sh"
         script.write_text(BASH_PRELUDE + snippet.code)
         cmd = ["bash", str(script)]
-    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=600, stdin=subprocess.DEVNULL, check=False)
-    assert done.returncode == 0, (f"{snippet.id} failed (exit {done.returncode}):\n{snippet.code}\n"
-                                  f"--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}")
+    done = subprocess.run(
+        cmd,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert done.returncode == 0, (
+        f"{snippet.id} failed (exit {done.returncode}):\n{snippet.code}\n"
+        f"--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+    )

@@ -21,11 +21,22 @@ def test_services_status_outside_the_virtualenv_uses_the_checkouts_venv(tmp_path
     venv_python.parent.mkdir(parents=True)
     venv_python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     venv_python.chmod(0o755)
-    env = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/tmp"),
-           "MARFT_DOCKERD_PIDFILE": str(tmp_path / "none.pid")}
-    done = subprocess.run(["bash", str(tmp_path / "scripts" / "services.sh"), "status"], env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "MARFT_DOCKERD_PIDFILE": str(tmp_path / "none.pid"),
+    }
+    done = subprocess.run(
+        ["bash", str(tmp_path / "scripts" / "services.sh"), "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     output = done.stdout + done.stderr
     assert "ModuleNotFoundError" not in output, output
     # the project's interpreter ran the image check (it reports the image, or why docker is down)
-    assert "docker:" in output and ("image" in output.lower() or "DockerException" in output), output
+    assert "docker:" in output and ("image" in output.lower() or "DockerException" in output), (
+        output
+    )
