@@ -84,7 +84,7 @@ def snippets(page: Path) -> list[Snippet]:
             if fence.group(1) in ("bash", "python"):
                 found.append(
                     Snippet(
-                        str(page.relative_to(REPO)),
+                        str(page.relative_to(REPO) if page.is_relative_to(REPO) else page),
                         start + 1,
                         fence.group(1),
                         "\n".join(body) + "\n",
@@ -104,6 +104,22 @@ ALL = [s for page in PAGES for s in snippets(page)]
 def test_markers_name_a_known_kind_and_a_reason():
     bad = [s.id for s in ALL if s.skip and (s.skip[0] not in SKIP_KINDS or not s.skip[1])]
     assert not bad, f"skip markers need a kind in {SKIP_KINDS} and a reason: {bad}"
+
+
+def test_a_marker_applies_to_the_next_fence_only(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- docs-test: skip gpu (big model) -->\n\n```bash\ntrain\n```\n"
+        "<!-- docs-test: skip network (pip) -->\nSome prose.\n```python\nx = 1\n```\n"
+        "```json\n{}\n```\n```python\ny = 2\n```\n"
+    )
+    found = snippets(page)
+    assert [(s.lang, s.line, s.skip) for s in found] == [
+        ("bash", 3, ("gpu", "(big model)")),
+        ("python", 8, None),  # prose between the marker and the fence: the marker is dropped
+        ("python", 14, None),  # json fences are not collected
+    ]
+    assert found[2].code == "y = 2\n"
 
 
 def test_list_the_skipped_snippets(capsys):
