@@ -44,7 +44,7 @@ PY={sys.executable!s}
 python() {{
     case "${{1:-}} ${{2:-}}" in
         "-m baselines.marft"|"-m baselines.marft_shared"|"-m baselines.ippo"|"-m baselines.eval")
-            "$PY" "$@" {SMALL} --no-progress ;;
+            "$PY" "$@" {SMALL} ;;
         *) "$PY" "$@" ;;
     esac
 }}
