@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ class NotEnoughCPUs(ValueError):
     """The Ray cluster has fewer free CPUs than the group's actors reserve (they would never start)."""
 
 
-def check_cpus(ray: Any, num_workers: int, options: dict[str, Any]) -> None:
+def check_cpus(ray: Any, num_workers: int, options: dict[str, Any], wait_s: float = 10.0) -> None:
     """Raise :class:`NotEnoughCPUs` when ``num_workers`` actors reserving ``options["num_cpus"]``
     each cannot all be placed now: Ray would queue them forever, and the group would wait its
     start deadline in silence. Skipped for actors placed in a placement group (it reserved them)."""
@@ -60,7 +61,12 @@ def check_cpus(ray: Any, num_workers: int, options: dict[str, Any]) -> None:
         return
     per_actor = float(options.get("num_cpus", 1))
     needed = per_actor * num_workers
-    free = float(ray.available_resources().get("CPU", 0.0))
+    # Ray frees a closed group's CPUs asynchronously: give them a few seconds to come back
+    deadline = time.monotonic() + wait_s
+    while (free := float(ray.available_resources().get("CPU", 0.0))) < needed:
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.25)
     if needed > free:
         total = float(ray.cluster_resources().get("CPU", 0.0))
         raise NotEnoughCPUs(
