@@ -227,7 +227,8 @@ def _load_tokenizer(name_or_path: str, **kwargs: Any):
 def hub_unreachable(timeout: float = 3.0) -> str | None:
     """None if the Hugging Face Hub (``HF_ENDPOINT``) accepts a connection, else why not.
 
-    ``HF_HUB_OFFLINE=1`` counts as unreachable (the user asked for the cache only).
+    ``HF_HUB_OFFLINE=1`` counts as unreachable (the user asked for the cache only); with a proxy
+    configured no probe is made (``None``).
     """
     import socket
     from urllib.parse import urlparse
@@ -235,6 +236,8 @@ def hub_unreachable(timeout: float = 3.0) -> str | None:
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
         return "HF_HUB_OFFLINE is set"
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None  # behind a proxy a direct connection proves nothing: let the Hub client try
     url = urlparse(endpoint)
     port = url.port or (443 if url.scheme == "https" else 80)
     try:

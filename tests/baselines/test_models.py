@@ -87,7 +87,8 @@ def test_building_adapters_warns_nothing_the_user_cannot_act_on():
 def test_a_hub_id_with_the_hub_unreachable_fails_at_once_naming_the_endpoint(monkeypatch):
     # port 9 (discard) refuses connections: the Hub client would retry before failing
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    for name in ("HF_HUB_OFFLINE", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
     with pytest.raises(ModelNotFoundError, match=r"http://127\.0\.0\.1:9 is unreachable"):
         load_base("nobody-org/no-such-model-xyz")
 
