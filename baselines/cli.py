@@ -1,7 +1,7 @@
 """The command line shared by ``python -m baselines.marft|marft_shared|ippo``.
 
     python -m baselines.marft --env ID --model NAME_OR_PATH [--config FILE] [--out DIR]
-                              [--resume DIR] [key=value ...]
+                              [--resume DIR] [--overwrite] [key=value ...]
 
 ``key=value`` overrides any config field (``algo.lr=2e-6``, ``iterations=2``,
 ``env.overrides.horizon=2``); ``--help`` lists every field with its default.
@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -27,7 +28,10 @@ def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
     parser.add_argument("--config", help="YAML file with the nested config layout (algo: {lr: 2e-6})")
     parser.add_argument("--out", help="run directory (default runs/<method>-<env>-<time>)")
     parser.add_argument("--resume", help="run directory (or checkpoint folder) to continue bit for bit")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="delete an existing --out run directory and start afresh")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (it is drawn only on a terminal anyway)")
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     return parser
 
@@ -63,9 +67,60 @@ def resolve_config(preset: str, args: argparse.Namespace) -> tuple[Config, Path]
     cfg = load_config(preset, args.config, flags + list(args.overrides))
     if cfg.env.id is None:
         raise ConfigError("no environment given: pass --env ID (e.g. --env arith-2agent)")
+    require_model(cfg)
     out = Path(cfg.train.out or f"runs/{preset}-{cfg.env.id}-{time.strftime('%Y%m%d-%H%M%S')}")
+    if out.is_dir() and any(out.iterdir()):
+        if not getattr(args, "overwrite", False):
+            raise ConfigError(f"run directory {out} already exists: continue it with --resume {out}, "
+                              "start afresh with --overwrite, or choose another --out")
+        shutil.rmtree(out)
     cfg.train.out = str(out)
     return cfg, out
+
+
+def require_model(cfg: Config) -> None:
+    """Raise :class:`ConfigError` unless the config names a model (no silent default)."""
+    if cfg.model.name is None:
+        raise ConfigError("no model given: pass --model NAME (a Hugging Face id, a local path, or a "
+                          "built-in: tiny-random, smollm2-135m) or set model.name in the config")
+
+
+def team_agents(env_id: str, overrides: dict) -> list[str]:
+    """The agent ids of ``env_id`` made with ``overrides``."""
+    import marft_envs
+
+    env = marft_envs.make(env_id, **overrides)
+    try:
+        return list(env.possible_agents)
+    finally:
+        env.close()
+
+
+def check_envs(cfg: Config) -> None:
+    """Fail before any model loads: the environment ids, the keys of ``env.overrides``, and an
+    evaluation team whose every agent has a trained policy adapter."""
+    from .core.trainer import env_overrides
+    from .methods import get_method
+
+    train_id, train_kw = env_overrides(cfg, for_eval=False)
+    eval_id, eval_kw = env_overrides(cfg, for_eval=True)
+    if eval_id == train_id:
+        return
+    method = get_method(cfg.algo.method)
+    trained, wanted = team_agents(train_id, train_kw), team_agents(eval_id, eval_kw)
+    adapters = method.policy_adapters(trained)
+    missing = [a for a in wanted if method.policy_adapter(a) not in adapters]
+    if missing:
+        raise ConfigError(f"{eval_id} is played by {wanted}, but the run trained {trained} on "
+                          f"{train_id}: no adapter for {missing}; evaluate on an environment with "
+                          "the same team (same roles and size)")
+
+
+def describe(cfg: Config) -> str:
+    """One line naming what a run is: method, model, environment, run directory."""
+    return (f"method={cfg.algo.method} model={cfg.model.name} env={cfg.env.id}"
+            + (f" eval_env={cfg.env.eval_id}" if cfg.env.eval_id else "")
+            + (f" out={cfg.train.out}" if cfg.train.out else ""))
 
 
 def train_main(preset: str, description: str, argv: Sequence[str] | None = None) -> int:
@@ -82,11 +137,14 @@ def train_main(preset: str, description: str, argv: Sequence[str] | None = None)
         if cfg.algo.method != preset:
             raise ConfigError(f"algo.method={cfg.algo.method!r} but this is baselines.{preset}; "
                               f"run python -m baselines.{cfg.algo.method} instead")
+        check_envs(cfg)
+        print(describe(cfg), file=sys.stderr, flush=True)
         trainer, start = build_trainer(cfg, out, resume=args.resume)
     except (ConfigError, FileNotFoundError, ValueError) as exc:  # unknown model, bad overrides
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return run_training(trainer, start, progress=not args.no_progress)
+    # the bar only on a terminal: piped, the console's one metrics line per iteration is the log
+    return run_training(trainer, start, progress=not args.no_progress and sys.stderr.isatty())
 
 
 def build_trainer(cfg: Config, out: Path, resume: str | None = None):

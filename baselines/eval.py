@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .cli import check_envs, describe, require_model
 from .core.config import Config, ConfigError, apply_overrides, load_config
 
 
@@ -119,6 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise ConfigError("give a run directory, or --model and --env to evaluate an untrained model")
             run_dir = None
             cfg = load_config(args.method, None, [f"env.id={args.env}", f"model.name={args.model}"] + extra)
+        require_model(cfg)
+        check_envs(cfg)
+        print(describe(cfg), file=sys.stderr, flush=True)
         out = Path(args.out) if args.out else None
         trainer, checkpoint = load_trainer(cfg, run_dir, out)
     except (ConfigError, FileNotFoundError, ValueError) as exc:  # usage errors only: setup

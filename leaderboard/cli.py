@@ -286,7 +286,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "token" and args.action != "list" and not args.name:
         build_parser().error(f"token {args.action} needs --name")
-    return args.fn(args)
+    from leaderboard.client import ServerUnreachable
+
+    try:
+        return args.fn(args)
+    except ServerUnreachable as e:  # one line, not the HTTP stack's traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

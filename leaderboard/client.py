@@ -25,6 +25,16 @@ class SubmissionError(RuntimeError):
         super().__init__(f"HTTP {status}: {detail}")
 
 
+class ServerUnreachable(RuntimeError):
+    """No leaderboard server answered at the URL (refused, unresolvable, or timed out)."""
+
+    def __init__(self, server: str, exc: Exception):
+        self.server = server
+        super().__init__(
+            f"no leaderboard server answers at {server} ({type(exc).__name__}: {exc}); start one "
+            f"with `marft-leaderboard serve`, or point elsewhere with --server URL or {SERVER_ENV}")
+
+
 def default_server() -> str:
     return os.environ.get(SERVER_ENV, DEFAULT_SERVER)
 
@@ -46,6 +56,12 @@ class LeaderboardClient:
     def close(self) -> None:
         self._http.close()
 
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:  # connection refused, DNS, timeouts: not an HTTP answer
+            raise ServerUnreachable(self.server, exc) from None
+
     def _json(self, response: httpx.Response) -> Any:
         if response.is_success:
             return response.json()
@@ -60,7 +76,7 @@ class LeaderboardClient:
         headers = {"Content-Type": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        return self._json(self._http.post("/api/submissions", content=payload, headers=headers))
+        return self._json(self._request("POST", "/api/submissions", content=payload, headers=headers))
 
     def submit(self, bundle: Bundle | str | Path) -> dict[str, Any]:
         """Submit a :class:`Bundle`, a bundle ``.json`` file or a bundle directory."""
@@ -73,8 +89,8 @@ class LeaderboardClient:
     def leaderboard(self, env: str | None = None, **filters: Any) -> list[dict[str, Any]]:
         """Leaderboard rows (best verified score first), optionally for one env id."""
         params = {k: v for k, v in {"env": env, **filters}.items() if v is not None}
-        return self._json(self._http.get("/api/leaderboard", params=params))
+        return self._json(self._request("GET", "/api/leaderboard", params=params))
 
     def submission(self, sub_id: int) -> dict[str, Any]:
         """One submission with per-episode details."""
-        return self._json(self._http.get(f"/api/submissions/{sub_id}"))
+        return self._json(self._request("GET", f"/api/submissions/{sub_id}"))

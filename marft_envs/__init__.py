@@ -9,7 +9,7 @@ This package needs only gymnasium, pettingzoo and sympy: it never imports torch.
 
 from .episode import Episode, FinalView, Turn
 from .flexmg import FlexMGEnv
-from .registry import EnvSpec, make, pprint_registry, register, registry, spec
+from .registry import EnvSpec, check_overrides, make, pprint_registry, register, registry, spec
 from .spaces import UnicodeText
 from .vector import Batch, VectorFlexEnv, make_vec
 from .verdict import Verdict
@@ -24,6 +24,6 @@ register_builtin_envs()
 __all__ = [
     "Batch", "EnvSpec", "Episode", "FinalView", "FlexMGEnv", "Role", "Turn", "UnicodeText",
     "VectorFlexEnv", "Verdict", "Verifier", "Workflow", "get_verifier", "get_workflow",
-    "grader_version", "make", "make_vec", "pprint_registry", "register", "register_verifier",
+    "check_overrides", "grader_version", "make", "make_vec", "pprint_registry", "register", "register_verifier",
     "register_workflow", "registry", "spec", "workflow_names", "__version__",
 ]

@@ -13,8 +13,9 @@ import importlib
 import inspect
 import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -118,17 +119,26 @@ def accepted_kwargs(fn: Callable[..., Any]) -> list[str] | None:
     return names
 
 
-def make(id: str | EnvSpec, **overrides: Any) -> Any:
-    """Build a registered environment, applying keyword overrides to its spec's defaults."""
+def check_overrides(id: str | EnvSpec, overrides: Mapping[str, Any]) -> None:
+    """Raise ``TypeError`` naming the valid ones if ``make(id, **overrides)`` would reject a key.
+
+    Builds nothing, so a caller (a trainer's config check) can catch a typo before it loads a model.
+    """
     spec_ = id if isinstance(id, EnvSpec) else spec(id)
-    fn = _load_entry_point(spec_.entry_point)
-    valid = accepted_kwargs(fn)
+    valid = accepted_kwargs(_load_entry_point(spec_.entry_point))
     if valid is not None:
         bad = sorted(set(overrides) - set(valid))
         if bad:
             raise TypeError(
                 f"make({spec_.id!r}): unknown override(s) {bad}. Valid overrides: {', '.join(sorted(valid))}"
             )
+
+
+def make(id: str | EnvSpec, **overrides: Any) -> Any:
+    """Build a registered environment, applying keyword overrides to its spec's defaults."""
+    spec_ = id if isinstance(id, EnvSpec) else spec(id)
+    fn = _load_entry_point(spec_.entry_point)
+    check_overrides(spec_, overrides)
     kwargs = {**spec_.kwargs, **overrides}
     env = fn(**kwargs)
     # Like Gymnasium: the instance knows the spec it was made from (with the overrides applied).

@@ -10,13 +10,16 @@
 #
 # Environment: MARFT_DOCKERD_LOG (default /tmp/marft-dockerd.log), MARFT_DOCKERD_PIDFILE
 # (default /tmp/marft-dockerd.pid: "<dockerd pid> <caller pid>", written only for a daemon
-# started here), PYTHON (default python3).
+# started here), PYTHON (default: the checkout's .venv/bin/python if there is one, else python3).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 LOG="${MARFT_DOCKERD_LOG:-/tmp/marft-dockerd.log}"
 PIDFILE="${MARFT_DOCKERD_PIDFILE:-/tmp/marft-dockerd.pid}"
-PYTHON="${PYTHON:-python3}"
+# the project's interpreter, so the script works outside an activated virtualenv
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x .venv/bin/python ]; then PYTHON=.venv/bin/python; else PYTHON=python3; fi
+fi
 
 daemon_answers() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 daemon_pid() { awk '{print $1}' "$PIDFILE"; }

@@ -55,8 +55,8 @@ def _f(default: Any, help: str) -> Any:
 class ModelConfig:
     """The base language model, its LoRA adapters and sampling."""
 
-    name: str = _f("tiny-random", "Hugging Face id or local path; 'tiny-random' = built-in tiny "
-                   "random model for smoke runs")
+    name: str | None = _f(None, "Hugging Face id or local path (required: --model); built-ins: "
+                          "tiny-random (tiny random model for smoke runs), smollm2-135m")
     dtype: Literal["auto", "float32", "bfloat16"] = _f(
         "auto", "weights/compute dtype; auto = float32 on CPU, bfloat16 on GPU (no float16: it "
         "needs loss scaling)")
@@ -400,9 +400,11 @@ def _merge(cfg: Config, data: Any, source: str) -> None:
         raise ConfigError(f"{source}: expected a mapping of sections {list(SECTIONS)}, "
                           f"got {type(data).__name__}")
     for section, values in data.items():
-        if section not in SECTIONS:
-            raise ConfigError(f"{source}: unknown config section {section!r}; "
-                              f"{_suggest(str(section))}")
+        if section not in SECTIONS:  # a section typo is matched against sections, not fields
+            close = difflib.get_close_matches(str(section), list(SECTIONS), n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(f"{source}: unknown config section {section!r}; {hint}"
+                              f"valid sections: {', '.join(SECTIONS)}")
         if values is None:
             continue
         if not isinstance(values, dict):

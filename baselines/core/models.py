@@ -23,6 +23,7 @@ import contextlib
 import importlib.util
 import os
 import string
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,7 +208,7 @@ def _load_smollm2(dtype: torch.dtype):
     return model, tok
 
 
-def _load_tokenizer(name_or_path: str):
+def _load_tokenizer(name_or_path: str, **kwargs: Any):
     """AutoTokenizer, except for a plain ``tokenizer.json`` tokenizer saved by
     :func:`build_char_tokenizer`: AutoTokenizer would rebuild it as the model family's
     tokenizer class and lose its normaliser."""
@@ -219,8 +220,38 @@ def _load_tokenizer(name_or_path: str):
     if config.is_file():
         cls = json.loads(config.read_text()).get("tokenizer_class")
         if cls in ("TokenizersBackend", "PreTrainedTokenizerFast"):
-            return PreTrainedTokenizerFast.from_pretrained(name_or_path)
-    return AutoTokenizer.from_pretrained(name_or_path)
+            return PreTrainedTokenizerFast.from_pretrained(name_or_path, **kwargs)
+    return AutoTokenizer.from_pretrained(name_or_path, **kwargs)
+
+
+def hub_unreachable(timeout: float = 3.0) -> str | None:
+    """None if the Hugging Face Hub (``HF_ENDPOINT``) accepts a connection, else why not.
+
+    ``HF_HUB_OFFLINE=1`` counts as unreachable (the user asked for the cache only); with a proxy
+    configured no probe is made (``None``).
+    """
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set"
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None  # behind a proxy a direct connection proves nothing: let the Hub client try
+    url = urlparse(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=timeout).close()
+    except OSError as exc:
+        return f"the Hugging Face Hub at {endpoint} is unreachable ({exc.__class__.__name__}: {exc})"
+    return None
+
+
+def _hub_cached(repo_id: str) -> bool:
+    """Whether the local Hugging Face cache holds ``repo_id``'s config.json."""
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
 
 
 def load_base(name_or_path: str, dtype: str = "float32", device: str = "cpu", seed: int = 0):
@@ -252,11 +283,19 @@ def load_base(name_or_path: str, dtype: str = "float32", device: str = "cpu", se
                 f"model {name_or_path!r} not found: not a built-in name {list(BUILTIN_MODELS)}, "
                 "not an existing local directory, and not a Hugging Face id of the form 'org/name'"
             )
+        source, offline = str(local) if local.exists() else name_or_path, {}
+        if not local.exists() and not _hub_cached(name_or_path):
+            reason = hub_unreachable()
+            if reason is not None:  # say so now, not after the Hub client's retries
+                raise ModelNotFoundError(
+                    f"model {name_or_path!r} is not in the local Hugging Face cache and {reason}; "
+                    "download it where the Hub is reachable (or set HF_ENDPOINT to a mirror), or "
+                    f"give a local directory or a built-in name {list(BUILTIN_MODELS)}")
+        elif not local.exists() and hub_unreachable() is not None:
+            offline = {"local_files_only": True}  # cached: use the cache without retrying the Hub
         try:
-            tok = _load_tokenizer(str(local) if local.exists() else name_or_path)
-            model = AutoModelForCausalLM.from_pretrained(
-                str(local) if local.exists() else name_or_path, dtype=torch_dtype
-            )
+            tok = _load_tokenizer(source, **offline)
+            model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **offline)
         except (OSError, ValueError) as exc:
             raise ModelNotFoundError(
                 f"could not load model {name_or_path!r} ({exc.__class__.__name__}: {exc}); "
@@ -419,7 +458,11 @@ class AdapterModel:
 
         for p in base.parameters():
             p.requires_grad_(False)
-        self.peft = get_peft_model(base, config(), adapter_name=self.adapters[0])
+        with warnings.catch_warnings():
+            # peft reads transformers' deprecated `is_gradient_checkpointing`: a FutureWarning
+            # on every run that the user can do nothing about
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+            self.peft = get_peft_model(base, config(), adapter_name=self.adapters[0])
         for name in self.adapters[1:]:
             self.peft.add_adapter(name, config())
         self._params = {name: self._collect(name) for name in self.adapters}

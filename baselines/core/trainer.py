@@ -94,6 +94,10 @@ def env_overrides(cfg: Config, for_eval: bool) -> tuple[str, dict[str, Any]]:
     except KeyError as exc:
         raise ConfigError(str(exc.args[0])) from None
     overrides = dict(cfg.env.overrides)
+    try:  # a typo in env.overrides fails here, before any model loads
+        marft_envs.check_overrides(spec, overrides)
+    except TypeError as exc:
+        raise ConfigError(f"env.overrides: {exc}") from None
     if for_eval:
         overrides.pop("split", None)
     elif "split" not in overrides and isinstance(spec.kwargs.get("dataset"), str):
@@ -166,6 +170,9 @@ class Trainer:
         self._eval_venv = None
         self._eval_sets: dict[tuple[int, int], EvalSet] = {}
 
+        if base is None and cfg.model.name is None:
+            raise ConfigError("model.name is required (--model): a Hugging Face id, a local path, "
+                              "or a built-in such as tiny-random")
         model, tokenizer = base if base is not None else load_base(
             cfg.model.name, resolve_dtype(cfg.model.dtype, self.device), self.device, cfg.train.seed)
         model.to(self.device)

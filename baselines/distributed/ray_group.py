@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,34 @@ def source_runtime_env() -> dict[str, Any]:
         return {}
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     return {"env_vars": {"PYTHONPATH": path}}
+
+
+class NotEnoughCPUs(ValueError):
+    """The Ray cluster has fewer free CPUs than the group's actors reserve (they would never start)."""
+
+
+def check_cpus(ray: Any, num_workers: int, options: dict[str, Any], wait_s: float = 10.0) -> None:
+    """Raise :class:`NotEnoughCPUs` when ``num_workers`` actors reserving ``options["num_cpus"]``
+    each cannot all be placed now: Ray would queue them forever, and the group would wait its
+    start deadline in silence. Skipped for actors placed in a placement group (it reserved them)."""
+    strategy = options.get("scheduling_strategy")
+    if options.get("placement_group") is not None or not (strategy is None or isinstance(strategy, str)):
+        return
+    per_actor = float(options.get("num_cpus", 1))
+    needed = per_actor * num_workers
+    # Ray frees a closed group's CPUs asynchronously: give them a few seconds to come back
+    deadline = time.monotonic() + wait_s
+    while (free := float(ray.available_resources().get("CPU", 0.0))) < needed:
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.25)
+    if needed > free:
+        total = float(ray.cluster_resources().get("CPU", 0.0))
+        raise NotEnoughCPUs(
+            f"{num_workers} Ray env workers x num_cpus={per_actor:g} need {needed:g} CPUs, but the "
+            f"Ray cluster has {free:g} free (of {total:g}); train.workers=ray runs a training and "
+            "an evaluation group, 2 x train.env_workers actors in all. Use fewer env workers, "
+            "fractional CPUs (ray_options={'num_cpus': 0.5}), or a bigger cluster")
 
 
 class RayWorkerGroup(WorkerGroup):
@@ -98,6 +127,7 @@ class RayWorkerGroup(WorkerGroup):
             "scheduling_strategy": "SPREAD",
             **(actor_options or {}),
         }
+        check_cpus(ray, self.num_workers, options)
         self._actor_cls = ray.remote(EnvShard).options(**options)
         self._actors: list[Any] = [None] * self.num_workers
         agents = self._call({s: ("ready", ()) for s in range(self.num_workers)}, spawn=True)

@@ -9,6 +9,7 @@ from typing import Any
 from tasks import Task
 
 from ..verdict import Verdict
+from .sandbox.select import BACKEND_NAMES
 from .version import GRADER_VERSION
 
 __all__ = ["CodeVerifier"]
@@ -44,6 +45,9 @@ class CodeVerifier:
             raise ValueError(f"timeout must be None or a positive number of seconds, got {timeout!r}")
         if sandbox is not None and not isinstance(sandbox, str) and not hasattr(sandbox, "run"):
             raise TypeError(f"sandbox must be None, a backend name or a Sandbox, got {type(sandbox).__name__}")
+        if isinstance(sandbox, str) and sandbox not in BACKEND_NAMES:  # a typo fails here, not per grade
+            raise ValueError(f"unknown sandbox backend {sandbox!r}; valid names are "
+                             f"{list(BACKEND_NAMES)} or None (automatic)")
         self.reward = reward
         self.timeout = None if timeout is None else float(timeout)
         self._spec = sandbox

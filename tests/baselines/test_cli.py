@@ -36,10 +36,39 @@ def test_smoke_run_resume_and_eval_bundle(tmp_path):
 
 def test_python_dash_m_entry_point(tmp_path):
     cmd = [sys.executable, "-m", "baselines.ippo", "--env", "arith-2agent", "--model", "tiny-random",
-           "--out", str(tmp_path), "--no-progress", "train.iterations=1", *SMALL]
+           "--out", str(tmp_path), "train.iterations=1", *SMALL]
     done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "checkpoints").is_dir()
+    # the run names what it is, and piped output carries no progress bar redraws
+    assert f"method=ippo model=tiny-random env=arith-2agent out={tmp_path}" in done.stderr
+    assert "\r" not in done.stderr
+
+
+def test_existing_run_directory_needs_resume_or_overwrite(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.jsonl").write_text('{"step": 0}\n')
+    args = ["--env", "arith-2agent", "--model", "tiny-random", "--out", str(out), "--no-progress",
+            "train.iterations=0", *SMALL]
+    assert marft.main(args) == 2
+    err = capsys.readouterr().err
+    assert "already exists" in err and "--resume" in err and "--overwrite" in err
+    assert (out / "metrics.jsonl").read_text() == '{"step": 0}\n'  # untouched
+    assert marft.main(args + ["--overwrite"]) == 0
+    assert not (out / "metrics.jsonl").exists() or '"step": 0}' not in (out / "metrics.jsonl").read_text()
+
+
+def test_eval_on_a_team_the_run_did_not_train_fails_up_front(tmp_path, capsys):
+    from baselines.core.config import load_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    load_config("marft", None, ["env.id=arith-2agent", "model.name=tiny-random"]).save(run / "config.yaml")
+    assert eval_cli.main([str(run), "--env", "arith-3agent"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "arith-3agent" in err and "verifier_2" in err
+    assert "reasoner_0" in err  # names the agents the run has
 
 
 @pytest.mark.parametrize("args,message", [
@@ -47,13 +76,15 @@ def test_python_dash_m_entry_point(tmp_path):
     (["--env", "arith-2agent", "--model", "no-such-model"], "not found"),
     (["--env", "arith-2agent", "--model", "tiny-random", "algo.lrr=1"], "did you mean"),
     (["--model", "tiny-random"], "--env"),
+    (["--env", "arith-2agent"], "--model"),  # no silent default model
+    (["--env", "arith-2agent", "--model", "tiny-random", "env.overrides.horizen=2"], "horizen"),
     (["--env", "arith-2agent", "--config", "/nonexistent.yaml"], "does not exist"),
     (["--resume", "/nonexistent/run"], "not found"),
 ])
 def test_bad_input_gives_a_clear_message(args, message, capsys, tmp_path):
     assert ippo.main(args + ["--out", str(tmp_path), "--no-progress", *SMALL]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error:") and message in err
+    assert err.splitlines()[-1].startswith("error:") and message in err
 
 
 def test_help_documents_every_config_field():

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -93,6 +96,10 @@ def test_unknown_key_or_section_in_a_file_names_the_file(tmp_path):
     f.write_text("algorithm:\n  gamma: 0.9\n")
     with pytest.raises(ConfigError, match=r"unknown config section 'algorithm'"):
         load_config("marft", str(f))
+    f.write_text("trian:\n  iterations: 2\n")  # a section typo suggests the section
+    with pytest.raises(ConfigError, match=r"section 'trian'; did you mean 'train'\?") as info:
+        load_config("marft", str(f))
+    assert "train.out" not in str(info.value)
     f.write_text("- just a list\n")
     with pytest.raises(ConfigError, match="expected a mapping"):
         load_config("marft", str(f))
@@ -170,3 +177,12 @@ def test_config_help_lists_every_field_with_type_default_and_description():
 def test_apply_overrides_returns_the_same_object():
     cfg = Config()
     assert apply_overrides(cfg, ["ppo_epochs=2"]) is cfg and cfg.algo.ppo_epochs == 2
+
+
+def test_a_missing_extra_is_named():
+    code = "import sys; sys.modules['yaml'] = None; import baselines.marft"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                          cwd=Path(__file__).resolve().parents[2], timeout=120)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert "'baselines' extra" in last and "pyyaml" in last and ".[baselines]" in last

@@ -1,5 +1,7 @@
 """Models: offline tiny model and tokenizer, adapters on one base, memory-lean log-probs."""
 
+import warnings
+
 import pytest
 import torch
 
@@ -72,6 +74,23 @@ def test_unknown_model_names_the_choices():
         load_base("no-such-model")
     with pytest.raises(ModelNotFoundError, match="local directory"):
         load_base("./missing/dir")
+
+
+def test_building_adapters_warns_nothing_the_user_cannot_act_on():
+    model, tok = load_base("tiny-random", seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        AdapterModel(model, tok, ["pa"], LoraSpec(r=4, alpha=8, dropout=0.0))
+    assert not [w for w in caught if issubclass(w.category, FutureWarning)], [str(w.message) for w in caught]
+
+
+def test_a_hub_id_with_the_hub_unreachable_fails_at_once_naming_the_endpoint(monkeypatch):
+    # port 9 (discard) refuses connections: the Hub client would retry before failing
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    for name in ("HF_HUB_OFFLINE", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ModelNotFoundError, match=r"http://127\.0\.0\.1:9 is unreachable"):
+        load_base("nobody-org/no-such-model-xyz")
 
 
 def test_adapters_differ_and_reference_is_the_bare_base(adapter_model):

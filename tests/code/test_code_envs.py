@@ -135,10 +135,12 @@ def test_verifier_never_raises_on_garbage(sandbox_factory):
         assert not verdict.correct and verdict.details["backend"] == "subprocess"
 
 
-def test_unknown_backend_is_an_infra_verdict():
-    v = CodeVerifier(sandbox="nonexistent")
-    verdict = v.grade("def add(a, b): return a + b", load("code").by_id("code/add"))
-    assert verdict.infra_error and "nonexistent" in verdict.reason
+def test_unknown_backend_name_fails_at_make():
+    # a typo must not surface later as an infrastructure error in every verdict
+    with pytest.raises(ValueError, match="'dockr'.*docker"):
+        CodeVerifier(sandbox="dockr")
+    with pytest.raises(ValueError, match="unknown sandbox backend 'dockr'"):
+        marft_envs.make("humaneval-2agent", sandbox="dockr")
 
 
 def test_auto_backend_is_reported(docker_service):

@@ -89,3 +89,14 @@ def test_ray_group_plays_a_plan_even_when_a_worker_is_killed(ray_cluster):
         episodes = group.run(killing_policy(pids[0], signal.SIGKILL, at_call=6))
         assert group.restarts == 1 and group.done
         assert sorted(signature(episodes)) == sorted(sig for sig, _ in planned(4, PLAN))
+
+
+def test_more_actors_than_free_cpus_fail_at_once_naming_both(ray_cluster):
+    # the session cluster has 2 CPUs: 4 actors of 1 CPU would queue forever
+    with pytest.raises(ValueError, match=r"need 4 CPUs, but the Ray cluster has 2 free \(of 2\)"):
+        make_worker_group("ray", ENV, 4, num_workers=4, seed=0,
+                          ray_options={**FAST_FAIL, "start_timeout_s": 20.0}, **OVERRIDES)
+    # fractional CPUs fit: 4 x 0.5
+    with make_worker_group("ray", ENV, 4, num_workers=4, seed=0,
+                           ray_options={**FAST_FAIL, "num_cpus": 0.5}, **OVERRIDES) as group:
+        assert group.num_workers == 4

@@ -1,9 +1,10 @@
 """Sandboxes that run untrusted Python programs: docker, bwrap, subprocess (see docs/sandbox.md)."""
 
 from .base import ExecResult, ExecStatus, Sandbox, SandboxLimits
-from .select import available_backends, get_sandbox
+from .select import BACKEND_NAMES, available_backends, get_sandbox
 
 __all__ = [
+    "BACKEND_NAMES",
     "ExecResult",
     "ExecStatus",
     "Sandbox",

@@ -16,6 +16,8 @@ BACKENDS = {
     "bwrap": ("bwrap", "BwrapSandbox"),
     "subprocess": ("subprocess_backend", "SubprocessSandbox"),
 }
+#: The valid backend names (``sandbox=`` of ``make``/``CodeVerifier``/``get_sandbox``).
+BACKEND_NAMES = tuple(BACKENDS)
 #: Backends the automatic choice may pick. subprocess does not isolate: ask for it by name.
 AUTO_ORDER = ("docker", "bwrap")
 
