@@ -78,7 +78,7 @@ def grader_version(obj: Any) -> str:
     """The grader version of a verifier, of an environment's verifier, or of a registered id's.
 
     ``grader_version("math-3agent")`` (builds the environment once), ``grader_version(env)`` or
-    ``grader_version(env.unwrapped.verifier)`` give e.g. ``"math-2"``; a verifier that declares
+    ``grader_version(env.unwrapped.verifier)`` give e.g. ``"math-3"``; a verifier that declares
     no ``version`` gives :data:`UNVERSIONED`.
     """
     if isinstance(obj, str):

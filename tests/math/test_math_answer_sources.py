@@ -126,6 +126,21 @@ def test_math_verify_stage_reads_what_we_cannot():
     assert v.correct and v.reason == "math-verify"
 
 
+@pytest.mark.parametrize(
+    "pred, ref",
+    [("\\sum_{k=0}^{0} 1 - \\frac{1}{\\mathrm{e}}", "1 + \\frac{1}{\\mathrm{e}}"),
+     ("\\sum_{k=1}^{1} k + \\frac{1}{\\text{x}}", "1")],
+)
+def test_math_verify_reading_a_fragment_is_not_equal(pred, ref):
+    # Our parser cannot read \sum, so the pair goes to math-verify, whose parse reads only
+    # "... - \frac{1}{" (the value 1) of these: a fragment must not make them equal.
+    from marft_envs.math.mv_stage import mv_equal
+
+    assert mv_equal(pred, ref) is False
+    v = verify(f"\\boxed{{{pred}}}", ref)
+    assert not v.correct and v.reason == "mismatch", v
+
+
 def test_verdict_names_the_answer_source():
     v = verify("Final Answer: The final answer is $5$. I hope it is correct.", "5")
     assert v.answer_source == "final-answer"

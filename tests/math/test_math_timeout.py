@@ -116,4 +116,7 @@ def test_math_verify_stage_has_its_share_of_the_limit():
                timeout=limit)
     assert not v.correct and v.reason in {"timeout", "mismatch"}
     assert time.monotonic() - start < limit + SLACK
+    # A timeout must be math-verify's share running out (the worker answers "timeout"),
+    # not the worker being killed at the whole limit (a verdict without a method).
+    assert v.reason == "mismatch" or v.details.get("method") == "timeout", v
     assert 0 < MATH_VERIFY_SHARE < 1
