@@ -33,10 +33,7 @@ SMALL = (
 #: (page, sha256 prefix of the block) -> why it cannot run yet. Keyed by the block's content: once
 #: the block changes, it is tested again. docs/math_verifier.md is being rewritten on the
 #: math-verifier branch, and this block's `verify_many([(response, reference), ...])` is a sketch.
-PENDING = {
-    ("docs/math_verifier.md", "1e14515e7a853c44"): "placeholders (response, reference, ...) in a "
-    "block the math-verifier branch rewrites"
-}
+PENDING: dict[tuple[str, str], str] = {}
 #: names a Python snippet may use as placeholders for the reader's own code
 PYTHON_PRELUDE = 'def my_llm(prompt):\n    return "\\\\boxed{0}"\n\n'
 BASH_PRELUDE = f"""set -euo pipefail
