@@ -71,51 +71,13 @@ CC_HUB_REPO = "deepmind/code_contests"
 LCB_RELEASES = ("release_v1", "release_v2", "release_v3", "release_v4", "release_v5", "release_v6")
 APPS_DIFFICULTIES = ("introductory", "interview", "competition")
 #: LiveCodeBench prepends this to every program it grades (``import_string`` upstream).
+_LCB_MODULES = (
+    "string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random",
+    "statistics", "itertools", "functools", "operator", "io", "sys", "json",
+)  # fmt: skip
 LCB_IMPORTS = (
-    "".join(
-        f"from {m} import *\n"
-        for m in (
-            "string",
-            "re",
-            "datetime",
-            "collections",
-            "heapq",
-            "bisect",
-            "copy",
-            "math",
-            "random",
-            "statistics",
-            "itertools",
-            "functools",
-            "operator",
-            "io",
-            "sys",
-            "json",
-            "builtins",
-            "typing",
-        )
-    )
-    + "".join(
-        f"import {m}\n"
-        for m in (
-            "string",
-            "re",
-            "datetime",
-            "collections",
-            "heapq",
-            "bisect",
-            "copy",
-            "math",
-            "random",
-            "statistics",
-            "itertools",
-            "functools",
-            "operator",
-            "io",
-            "sys",
-            "json",
-        )
-    )
+    "".join(f"from {m} import *\n" for m in (*_LCB_MODULES, "builtins", "typing"))
+    + "".join(f"import {m}\n" for m in _LCB_MODULES)
     + "sys.setrecursionlimit(50000)\n"
 )
 # CodeContests' Python languages (contest_problem.proto: PYTHON = 1 is Python 2, PYTHON3 = 3).
