@@ -319,5 +319,6 @@ def test_cli_keeps_the_traceback_of_an_error_during_training(model, tmp_path, ca
     with pytest.raises(ValueError, match="internal bug"):  # not "error: ..." and exit status 2
         marft.main(args)
     # a usage error still gets one line and exit status 2
-    assert marft.main(["--env", env_id, "--model", "/no/such/model", "--out", str(tmp_path)]) == 2
+    fresh = str(tmp_path / "usage")  # the first run's --out exists now, and is refused as such
+    assert marft.main(["--env", env_id, "--model", "/no/such/model", "--out", fresh]) == 2
     assert "error: model '/no/such/model' not found" in capsys.readouterr().err

@@ -29,13 +29,22 @@ def test_math_verdicts_carry_the_version_on_every_path() -> None:
         assert v.to_dict()["grader_version"] == math_version.GRADER_VERSION
 
 
+class _DeadSandbox:
+    """A backend whose service has died: every run raises, as a lost Docker daemon does."""
+
+    name = "dead"
+
+    def run(self, *args: object, **kwargs: object) -> None:
+        raise ConnectionError("the sandbox daemon is not answering")
+
+
 def test_code_verdicts_carry_the_version() -> None:
     env = marft_envs.make("code-2agent")
     task = env.unwrapped.dataset[0]
     env.close()
     ran = CodeVerifier(sandbox="subprocess").grade("```python\nprint(1)\n```", task)
     assert not ran.infra_error and ran.grader_version == code_version.GRADER_VERSION
-    broken = CodeVerifier(sandbox="no-such-backend")  # cannot be built: an infrastructure error
+    broken = CodeVerifier(sandbox=_DeadSandbox())  # its daemon is gone: an infrastructure error
     v = broken.grade("```python\nprint(1)\n```", task)
     assert v.infra_error and v.grader_version == code_version.GRADER_VERSION
 
