@@ -21,4 +21,5 @@ if missing := missing_requirements():  # name the extra, not the first module th
     raise ImportError(
         f"the baselines need the 'baselines' extra (missing: {', '.join(missing)}): "
         "pip install -e '.[baselines]' in a checkout (pip install 'marft-envs[baselines]' "
-        "once published)")
+        "once published)"
+    )

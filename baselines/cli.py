@@ -21,17 +21,32 @@ from .core.config import Config, ConfigError, apply_overrides, config_help, load
 
 def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=prog, description=description, epilog=config_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog=prog,
+        description=description,
+        epilog=config_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--env", help="registered environment id (e.g. math-3agent, arith-2agent)")
-    parser.add_argument("--model", help="Hugging Face id, local path, or a built-in: tiny-random, smollm2-135m")
-    parser.add_argument("--config", help="YAML file with the nested config layout (algo: {lr: 2e-6})")
+    parser.add_argument(
+        "--model", help="Hugging Face id, local path, or a built-in: tiny-random, smollm2-135m"
+    )
+    parser.add_argument(
+        "--config", help="YAML file with the nested config layout (algo: {lr: 2e-6})"
+    )
     parser.add_argument("--out", help="run directory (default runs/<method>-<env>-<time>)")
-    parser.add_argument("--resume", help="run directory (or checkpoint folder) to continue bit for bit")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="delete an existing --out run directory and start afresh")
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no progress bar (it is drawn only on a terminal anyway)")
+    parser.add_argument(
+        "--resume", help="run directory (or checkpoint folder) to continue bit for bit"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="delete an existing --out run directory and start afresh",
+    )
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (it is drawn only on a terminal anyway)",
+    )
     parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
     return parser
 
@@ -71,8 +86,10 @@ def resolve_config(preset: str, args: argparse.Namespace) -> tuple[Config, Path]
     out = Path(cfg.train.out or f"runs/{preset}-{cfg.env.id}-{time.strftime('%Y%m%d-%H%M%S')}")
     if out.is_dir() and any(out.iterdir()):
         if not getattr(args, "overwrite", False):
-            raise ConfigError(f"run directory {out} already exists: continue it with --resume {out}, "
-                              "start afresh with --overwrite, or choose another --out")
+            raise ConfigError(
+                f"run directory {out} already exists: continue it with --resume {out}, "
+                "start afresh with --overwrite, or choose another --out"
+            )
         shutil.rmtree(out)
     cfg.train.out = str(out)
     return cfg, out
@@ -81,8 +98,10 @@ def resolve_config(preset: str, args: argparse.Namespace) -> tuple[Config, Path]
 def require_model(cfg: Config) -> None:
     """Raise :class:`ConfigError` unless the config names a model (no silent default)."""
     if cfg.model.name is None:
-        raise ConfigError("no model given: pass --model NAME (a Hugging Face id, a local path, or a "
-                          "built-in: tiny-random, smollm2-135m) or set model.name in the config")
+        raise ConfigError(
+            "no model given: pass --model NAME (a Hugging Face id, a local path, or a "
+            "built-in: tiny-random, smollm2-135m) or set model.name in the config"
+        )
 
 
 def team_agents(env_id: str, overrides: dict) -> list[str]:
@@ -111,16 +130,20 @@ def check_envs(cfg: Config) -> None:
     adapters = method.policy_adapters(trained)
     missing = [a for a in wanted if method.policy_adapter(a) not in adapters]
     if missing:
-        raise ConfigError(f"{eval_id} is played by {wanted}, but the run trained {trained} on "
-                          f"{train_id}: no adapter for {missing}; evaluate on an environment with "
-                          "the same team (same roles and size)")
+        raise ConfigError(
+            f"{eval_id} is played by {wanted}, but the run trained {trained} on "
+            f"{train_id}: no adapter for {missing}; evaluate on an environment with "
+            "the same team (same roles and size)"
+        )
 
 
 def describe(cfg: Config) -> str:
     """One line naming what a run is: method, model, environment, run directory."""
-    return (f"method={cfg.algo.method} model={cfg.model.name} env={cfg.env.id}"
-            + (f" eval_env={cfg.env.eval_id}" if cfg.env.eval_id else "")
-            + (f" out={cfg.train.out}" if cfg.train.out else ""))
+    return (
+        f"method={cfg.algo.method} model={cfg.model.name} env={cfg.env.id}"
+        + (f" eval_env={cfg.env.eval_id}" if cfg.env.eval_id else "")
+        + (f" out={cfg.train.out}" if cfg.train.out else "")
+    )
 
 
 def train_main(preset: str, description: str, argv: Sequence[str] | None = None) -> int:
@@ -135,8 +158,10 @@ def train_main(preset: str, description: str, argv: Sequence[str] | None = None)
     try:
         cfg, out = resolve_config(preset, args)
         if cfg.algo.method != preset:
-            raise ConfigError(f"algo.method={cfg.algo.method!r} but this is baselines.{preset}; "
-                              f"run python -m baselines.{cfg.algo.method} instead")
+            raise ConfigError(
+                f"algo.method={cfg.algo.method!r} but this is baselines.{preset}; "
+                f"run python -m baselines.{cfg.algo.method} instead"
+            )
         check_envs(cfg)
         print(describe(cfg), file=sys.stderr, flush=True)
         trainer, start = build_trainer(cfg, out, resume=args.resume)
@@ -171,17 +196,30 @@ def run_training(trainer, start: int | None = None, progress: bool = True) -> in
     cfg, out = trainer.cfg, trainer.out_dir
     cfg.save(out / "config.yaml")
     sinks = set(cfg.train.log)
-    logger = MetricsLogger(out, console="console" in sinks, jsonl="jsonl" in sinks,
-                           tensorboard="tensorboard" in sinks, resume_step=start)
+    logger = MetricsLogger(
+        out,
+        console="console" in sinks,
+        jsonl="jsonl" in sinks,
+        tensorboard="tensorboard" in sinks,
+        resume_step=start,
+    )
     trainer.logger = logger
     try:
         trainer.train(progress=progress)
     finally:
         logger.close()
     if "jsonl" in sinks and (out / JSONL_NAME).is_file():
-        plot = plot_learning_curves(out / JSONL_NAME, out / "learning_curves.png",
-                                    keys=["train/score", "eval/score", "agent/*/policy_loss",
-                                          "agent/*/entropy", "critic/*/value_loss"])
+        plot = plot_learning_curves(
+            out / JSONL_NAME,
+            out / "learning_curves.png",
+            keys=[
+                "train/score",
+                "eval/score",
+                "agent/*/policy_loss",
+                "agent/*/entropy",
+                "critic/*/value_loss",
+            ],
+        )
         print(f"learning curves: {plot}", file=sys.stderr)
     print(f"run directory: {out}", file=sys.stderr)
     return 0

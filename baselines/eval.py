@@ -25,7 +25,9 @@ class EvaluationError(RuntimeError):
     """No evaluation episode could be graded (every verdict was an infrastructure error)."""
 
 
-def evaluate_run(cfg: Config, run_dir: Path | None, out: Path | None, greedy: bool | None = None) -> tuple[dict, Path]:
+def evaluate_run(
+    cfg: Config, run_dir: Path | None, out: Path | None, greedy: bool | None = None
+) -> tuple[dict, Path]:
     """Evaluate ``cfg`` (adapters from ``run_dir``'s latest checkpoint, if any); write the bundle."""
     return evaluate_trainer(*load_trainer(cfg, run_dir, out), run_dir, out, greedy)
 
@@ -44,8 +46,13 @@ def load_trainer(cfg: Config, run_dir: Path | None, out: Path | None):
     return trainer, checkpoint
 
 
-def evaluate_trainer(trainer, checkpoint: Path | None, run_dir: Path | None, out: Path | None,
-                     greedy: bool | None = None) -> tuple[dict, Path]:
+def evaluate_trainer(
+    trainer,
+    checkpoint: Path | None,
+    run_dir: Path | None,
+    out: Path | None,
+    greedy: bool | None = None,
+) -> tuple[dict, Path]:
     """Play the evaluation set and write the bundle. Scores are over the gradable episodes;
     infrastructure errors are counted (``infra_errors``), and with no gradable episode at all
     :class:`EvaluationError` is raised and no bundle is written."""
@@ -63,22 +70,33 @@ def evaluate_trainer(trainer, checkpoint: Path | None, run_dir: Path | None, out
         trainer.close()
     env_id = eval_set.env_id
     m = eval_metrics(episodes, trainer.agents, prefix="eval")
-    metrics = {"score": m["eval/score"], "correct": m["eval/correct"], "episodes": len(episodes),
-               "infra_errors": int(m["eval/infra_errors"]),
-               "checkpoint": str(checkpoint) if checkpoint else None}
+    metrics = {
+        "score": m["eval/score"],
+        "correct": m["eval/correct"],
+        "episodes": len(episodes),
+        "infra_errors": int(m["eval/infra_errors"]),
+        "checkpoint": str(checkpoint) if checkpoint else None,
+    }
     if metrics["infra_errors"] == len(episodes):
         last = episodes[0].verdicts[-1] if episodes and episodes[0].verdicts else {}
         first = last.get("reason", "")
         raise EvaluationError(
             f"all {len(episodes)} evaluation episodes on {env_id} ended in an infrastructure error "
             f"(first: {first!r}): nothing could be graded, so no score and no bundle; fix the "
-            "verifier or sandbox and evaluate again")
+            "verifier or sandbox and evaluate again"
+        )
     env = marft_envs.make(env_id, **eval_set.overrides)
     try:
         bundle = Bundle.from_episodes(
-            env, episodes, method=get_method(cfg.algo.method).bundle_name, model=cfg.model.name,
-            config=cfg.to_dict(), seeds=eval_set.seeds, claimed_score=metrics["score"],
-            dataset_size=eval_set.size)
+            env,
+            episodes,
+            method=get_method(cfg.algo.method).bundle_name,
+            model=cfg.model.name,
+            config=cfg.to_dict(),
+            seeds=eval_set.seeds,
+            claimed_score=metrics["score"],
+            dataset_size=eval_set.size,
+        )
     finally:
         env.close()
     metrics["grader_version"] = bundle.grader_version
@@ -88,10 +106,17 @@ def evaluate_trainer(trainer, checkpoint: Path | None, run_dir: Path | None, out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m baselines.eval", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir", nargs="?", help="a training run directory (omit to evaluate --model untrained)")
-    parser.add_argument("--env", help="environment id to evaluate on (default: the run's env, test split)")
+    parser = argparse.ArgumentParser(
+        prog="python -m baselines.eval",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "run_dir", nargs="?", help="a training run directory (omit to evaluate --model untrained)"
+    )
+    parser.add_argument(
+        "--env", help="environment id to evaluate on (default: the run's env, test split)"
+    )
     parser.add_argument("--model", help="model name when no run directory is given")
     parser.add_argument("--method", default="marft", help="method name for a run-less evaluation")
     parser.add_argument("--out", help="bundle path (.json file or directory)")
@@ -117,9 +142,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg.validate()
         else:
             if not (args.model and args.env):
-                raise ConfigError("give a run directory, or --model and --env to evaluate an untrained model")
+                raise ConfigError(
+                    "give a run directory, or --model and --env to evaluate an untrained model"
+                )
             run_dir = None
-            cfg = load_config(args.method, None, [f"env.id={args.env}", f"model.name={args.model}"] + extra)
+            cfg = load_config(
+                args.method, None, [f"env.id={args.env}", f"model.name={args.model}"] + extra
+            )
         require_model(cfg)
         check_envs(cfg)
         print(describe(cfg), file=sys.stderr, flush=True)
@@ -129,18 +158,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        metrics, path = evaluate_trainer(trainer, checkpoint, run_dir, out,
-                                         greedy=False if args.sample else None)
+        metrics, path = evaluate_trainer(
+            trainer, checkpoint, run_dir, out, greedy=False if args.sample else None
+        )
     except EvaluationError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"score={metrics['score']:.4f} correct={metrics['correct']:.4f} episodes={metrics['episodes']} "
-          f"infra_errors={metrics['infra_errors']} grader={metrics['grader_version']} "
-          f"checkpoint={metrics['checkpoint']}")
+    print(
+        f"score={metrics['score']:.4f} correct={metrics['correct']:.4f} episodes={metrics['episodes']} "
+        f"infra_errors={metrics['infra_errors']} grader={metrics['grader_version']} "
+        f"checkpoint={metrics['checkpoint']}"
+    )
     if metrics["infra_errors"]:
-        print(f"warning: {metrics['infra_errors']} episode(s) ended in an infrastructure error; "
-              "the score is over the other episodes, and the leaderboard re-grades them",
-              file=sys.stderr)
+        print(
+            f"warning: {metrics['infra_errors']} episode(s) ended in an infrastructure error; "
+            "the score is over the other episodes, and the leaderboard re-grades them",
+            file=sys.stderr,
+        )
     print(f"bundle: {path}")
     return 0
 

@@ -46,10 +46,15 @@ class MethodSpec:
 
 
 METHODS: dict[str, MethodSpec] = {
-    "marft": MethodSpec("marft", "marft", shared_policy=False, critic_kind=CENTRALIZED, sequential=True),
-    "marft_shared": MethodSpec("marft_shared", "marft-shared", shared_policy=True,
-                               critic_kind=CENTRALIZED, sequential=True),
-    "ippo": MethodSpec("ippo", "ippo", shared_policy=False, critic_kind=OWN_OBSERVATION, sequential=False),
+    "marft": MethodSpec(
+        "marft", "marft", shared_policy=False, critic_kind=CENTRALIZED, sequential=True
+    ),
+    "marft_shared": MethodSpec(
+        "marft_shared", "marft-shared", shared_policy=True, critic_kind=CENTRALIZED, sequential=True
+    ),
+    "ippo": MethodSpec(
+        "ippo", "ippo", shared_policy=False, critic_kind=OWN_OBSERVATION, sequential=False
+    ),
 }
 
 

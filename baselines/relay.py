@@ -37,8 +37,12 @@ class RelayVerifier:
     def grade(self, response, task: Task) -> Verdict:
         text = response.strip() if isinstance(response, str) else ""
         ok = text == task.answer
-        return Verdict(correct=ok, answer=text or None, reason="exact" if ok else "mismatch",
-                       score=1.0 if ok else 0.0)
+        return Verdict(
+            correct=ok,
+            answer=text or None,
+            reason="exact" if ok else "mismatch",
+            score=1.0 if ok else 0.0,
+        )
 
     def feedback(self, response, task: Task, verdict: Verdict, mode: str) -> str:
         return "" if mode == "none" else f"Feedback: {'correct' if verdict.correct else 'wrong'}."
@@ -46,7 +50,10 @@ class RelayVerifier:
 
 RELAY_WORKFLOW = Workflow(
     name="relay",
-    roles=(Role("sender", "Send.", sees_problem=True), Role("receiver", "Say.", sees_problem=False)),
+    roles=(
+        Role("sender", "Send.", sees_problem=True),
+        Role("receiver", "Say.", sees_problem=False),
+    ),
     task_kind="math",
     answerer=1,
     description="only the sender sees the key; only the receiver is graded",
@@ -59,26 +66,46 @@ def register_relay(env_id: str = ENV_ID, keys: str = KEYS) -> str:
         marft_envs.register(
             env_id,
             "marft_envs.flexmg:FlexMGEnv",
-            kwargs={"dataset": relay_dataset(keys), "workflow": RELAY_WORKFLOW,
-                    "verifier": RelayVerifier(), "horizon": 1, "feedback": "none",
-                    "reward_to": "team"},
+            kwargs={
+                "dataset": relay_dataset(keys),
+                "workflow": RELAY_WORKFLOW,
+                "verifier": RelayVerifier(),
+                "horizon": 1,
+                "feedback": "none",
+                "reward_to": "team",
+            },
         )
     return env_id
 
 
 # The training settings under which MARFT learns the relay on CPU (learning test, curves benchmark).
 RELAY_CONFIG: tuple[str, ...] = (
-    "model.max_new_tokens=1", "model.lora_dropout=0",
+    "model.max_new_tokens=1",
+    "model.lora_dropout=0",
     "model.target_modules=q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj",
-    "env.num_envs=16", "train.episodes_per_iteration=32", "env.eval_episodes=32",
-    "algo.lr=3e-4", "algo.critic_lr=3e-3", "algo.minibatch_size=16", "algo.ppo_epochs=2",
-    "algo.gamma=1.0", "algo.lam=1.0", "algo.ent_coef=0.05",
-    "train.checkpoint_every=0", "train.log=[]",
+    "env.num_envs=16",
+    "train.episodes_per_iteration=32",
+    "env.eval_episodes=32",
+    "algo.lr=3e-4",
+    "algo.critic_lr=3e-3",
+    "algo.minibatch_size=16",
+    "algo.ppo_epochs=2",
+    "algo.gamma=1.0",
+    "algo.lam=1.0",
+    "algo.ent_coef=0.05",
+    "train.checkpoint_every=0",
+    "train.log=[]",
 )
 
 
-def relay_model(path: str | Path, keys: str = KEYS, seed: int = 0, hidden_size: int = 64,
-                initializer_range: float = 0.2, tie_embeddings: bool = False) -> Path:
+def relay_model(
+    path: str | Path,
+    keys: str = KEYS,
+    seed: int = 0,
+    hidden_size: int = 64,
+    initializer_range: float = 0.2,
+    tie_embeddings: bool = False,
+) -> Path:
     """Save a tiny random Qwen2 whose vocabulary is ``keys`` plus the special tokens to ``path``.
 
     The tokenizer deletes every other character, so a prompt is a few special tokens and the
@@ -95,8 +122,13 @@ def relay_model(path: str | Path, keys: str = KEYS, seed: int = 0, hidden_size: 
 
     path = Path(path)
     tok = build_char_tokenizer(keys, drop_unknown=True)
-    model = build_tiny_model(tok, hidden_size=hidden_size, seed=seed, initializer_range=initializer_range,
-                             tie_embeddings=tie_embeddings)
+    model = build_tiny_model(
+        tok,
+        hidden_size=hidden_size,
+        seed=seed,
+        initializer_range=initializer_range,
+        tie_embeddings=tie_embeddings,
+    )
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return path

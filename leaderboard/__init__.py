@@ -16,6 +16,12 @@ from leaderboard.schema import (
 )
 
 __all__ = [
-    "METHODS", "SCHEMA_VERSION", "Bundle", "DatasetRef", "EpisodeRecord", "TurnRecord",
-    "read_bundle", "write_bundle",
+    "METHODS",
+    "SCHEMA_VERSION",
+    "Bundle",
+    "DatasetRef",
+    "EpisodeRecord",
+    "TurnRecord",
+    "read_bundle",
+    "write_bundle",
 ]

@@ -20,8 +20,21 @@ DB_ENV = "MARFT_LEADERBOARD_DB"
 DEFAULT_DB = "sqlite:///leaderboard.db"
 
 EXPORT_COLUMNS = (
-    "rank", "env_id", "method", "model", "team_size", "verified_score", "ci_low", "ci_high",
-    "grader_version", "stale", "claimed_score", "n_tasks", "n_episodes", "created_at", "id",
+    "rank",
+    "env_id",
+    "method",
+    "model",
+    "team_size",
+    "verified_score",
+    "ci_low",
+    "ci_high",
+    "grader_version",
+    "stale",
+    "claimed_score",
+    "n_tasks",
+    "n_episodes",
+    "created_at",
+    "id",
 )
 
 
@@ -65,6 +78,7 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
 
 def to_markdown(rows: list[dict[str, Any]]) -> str:
     """Leaderboard rows as a GitHub-flavoured Markdown table."""
+
     def cell(v: Any) -> str:
         return _fmt(v).replace("|", "\\|")
 
@@ -79,8 +93,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from leaderboard.server import create_app
 
     overrides = {"sandbox": args.sandbox} if args.sandbox else None
-    app = create_app(args.db or _default_db(), max_body_bytes=int(args.max_body_mb * 1024 * 1024),
-                     env_overrides=overrides)
+    app = create_app(
+        args.db or _default_db(),
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        env_overrides=overrides,
+    )
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
 
@@ -125,7 +142,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps({"path": path, **result}))
                 continue
-            claimed = "" if result["claimed_score"] is None else f", claimed {result['claimed_score']:.3f}"
+            claimed = (
+                ""
+                if result["claimed_score"] is None
+                else f", claimed {result['claimed_score']:.3f}"
+            )
             print(
                 f"{path}: accepted as submission {result['id']}: verified score "
                 f"{result['verified_score']:.3f} (95% CI {result['ci_low']:.3f}-{result['ci_high']:.3f}"
@@ -153,9 +174,11 @@ def cmd_check(args: argparse.Namespace) -> int:
             status = 2
             continue
         claimed = "" if bundle.claimed_score is None else f", claimed {bundle.claimed_score:.3f}"
-        print(f"{path}: ok: verified score {grade.score:.3f} (95% CI {grade.ci_low:.3f}-{grade.ci_high:.3f}"
-              f"{claimed}) on {len(grade.episodes)} episodes of {bundle.env_id}, "
-              f"grader {grade.grader_version}")
+        print(
+            f"{path}: ok: verified score {grade.score:.3f} (95% CI {grade.ci_low:.3f}-{grade.ci_high:.3f}"
+            f"{claimed}) on {len(grade.episodes)} episodes of {bundle.env_id}, "
+            f"grader {grade.grader_version}"
+        )
     return status
 
 
@@ -165,8 +188,18 @@ def cmd_show(args: argparse.Namespace) -> int:
 
     rows = _rows(args)
     table = Table(title=f"leaderboard{': ' + args.env if args.env else ''}")
-    columns = ("#", "env", "method", "model", "team", "verified (95% CI)", "grader", "claimed",
-               "episodes", "date")
+    columns = (
+        "#",
+        "env",
+        "method",
+        "model",
+        "team",
+        "verified (95% CI)",
+        "grader",
+        "claimed",
+        "episodes",
+        "date",
+    )
     for col in columns:
         table.add_column(col)
     for r in rows:
@@ -175,9 +208,16 @@ def cmd_show(args: argparse.Namespace) -> int:
             grader += f" (stale; current {r['current_grader_version'] or 'unknown'})"
         score = f"{r['verified_score']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
         table.add_row(
-            "-" if r["rank"] is None else str(r["rank"]), r["env_id"], r["method"], r["model"],
-            str(r["team_size"]), score, grader, _fmt(r["claimed_score"]) or "-",
-            str(r["n_episodes"]), (r["created_at"] or "")[:10],
+            "-" if r["rank"] is None else str(r["rank"]),
+            r["env_id"],
+            r["method"],
+            r["model"],
+            str(r["team_size"]),
+            score,
+            grader,
+            _fmt(r["claimed_score"]) or "-",
+            str(r["n_episodes"]),
+            (r["created_at"] or "")[:10],
         )
     Console(width=160).print(table)
     return 0
@@ -196,16 +236,23 @@ def cmd_regrade(args: argparse.Namespace) -> int:
         counts[o.status] += 1
         head = f"submission {o.submission_id} ({o.env_id})"
         if o.status == "regraded":
-            print(f"{head}: re-graded {o.old_version} -> {o.new_version}: "
-                  f"{o.old_score:.3f} -> {o.new_score:.3f}")
+            print(
+                f"{head}: re-graded {o.old_version} -> {o.new_version}: "
+                f"{o.old_score:.3f} -> {o.new_score:.3f}"
+            )
         elif o.status == "skipped":
             print(f"{head}: skipped: {o.reason}")
         else:
-            print(f"{head}: NOT re-graded ({o.status.replace('_', ' ')}), stored grade "
-                  f"{o.old_score:.3f} by {o.old_version} kept: {o.reason}", file=sys.stderr)
+            print(
+                f"{head}: NOT re-graded ({o.status.replace('_', ' ')}), stored grade "
+                f"{o.old_score:.3f} by {o.old_version} kept: {o.reason}",
+                file=sys.stderr,
+            )
     failed = counts["infra_error"] + counts["rejected"]
-    print(f"{counts['regraded']} re-graded, {failed} failed, {counts['skipped']} skipped, "
-          f"{total - sum(counts.values())} already current")
+    print(
+        f"{counts['regraded']} re-graded, {failed} failed, {counts['skipped']} skipped, "
+        f"{total - sum(counts.values())} already current"
+    )
     return 1 if failed else 0
 
 
@@ -238,12 +285,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", help=f"SQLAlchemy URL (default ${DB_ENV} or {DEFAULT_DB})")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--max-body-mb", type=float, default=20.0, help="request size limit (default 20 MB)")
-    p.add_argument("--sandbox", help="code sandbox backend used for re-grading (docker, bwrap, subprocess)")
+    p.add_argument(
+        "--max-body-mb", type=float, default=20.0, help="request size limit (default 20 MB)"
+    )
+    p.add_argument(
+        "--sandbox", help="code sandbox backend used for re-grading (docker, bwrap, subprocess)"
+    )
     p.add_argument("--log-level", default="info")
     p.set_defaults(fn=cmd_serve)
 
-    p = sub.add_parser("token", help="create, revoke or list submission tokens (admin, on the database)")
+    p = sub.add_parser(
+        "token", help="create, revoke or list submission tokens (admin, on the database)"
+    )
     p.add_argument("action", choices=("create", "revoke", "list"))
     p.add_argument("--name", help="token name (who it is for)")
     p.add_argument("--db", help=f"SQLAlchemy URL (default ${DB_ENV} or {DEFAULT_DB})")
@@ -256,9 +309,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the server's answer as JSON")
     p.set_defaults(fn=cmd_submit)
 
-    p = sub.add_parser("check", help="re-grade bundles locally as the server would (stores nothing)")
+    p = sub.add_parser(
+        "check", help="re-grade bundles locally as the server would (stores nothing)"
+    )
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--sandbox", help="code sandbox backend (docker, bwrap, subprocess; default: automatic)")
+    p.add_argument(
+        "--sandbox", help="code sandbox backend (docker, bwrap, subprocess; default: automatic)"
+    )
     p.set_defaults(fn=cmd_check)
 
     p = sub.add_parser(
@@ -267,7 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--db", help=f"SQLAlchemy URL (default ${DB_ENV} or {DEFAULT_DB})")
     p.add_argument("--env", help="only this environment id")
-    p.add_argument("--sandbox", help="code sandbox backend (docker, bwrap, subprocess; default auto)")
+    p.add_argument(
+        "--sandbox", help="code sandbox backend (docker, bwrap, subprocess; default auto)"
+    )
     p.set_defaults(fn=cmd_regrade)
 
     p = sub.add_parser("show", help="print the leaderboard as a terminal table")

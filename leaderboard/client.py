@@ -32,7 +32,8 @@ class ServerUnreachable(RuntimeError):
         self.server = server
         super().__init__(
             f"no leaderboard server answers at {server} ({type(exc).__name__}: {exc}); start one "
-            f"with `marft-leaderboard serve`, or point elsewhere with --server URL or {SERVER_ENV}")
+            f"with `marft-leaderboard serve`, or point elsewhere with --server URL or {SERVER_ENV}"
+        )
 
 
 def default_server() -> str:
@@ -76,7 +77,9 @@ class LeaderboardClient:
         headers = {"Content-Type": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        return self._json(self._request("POST", "/api/submissions", content=payload, headers=headers))
+        return self._json(
+            self._request("POST", "/api/submissions", content=payload, headers=headers)
+        )
 
     def submit(self, bundle: Bundle | str | Path) -> dict[str, Any]:
         """Submit a :class:`Bundle`, a bundle ``.json`` file or a bundle directory."""

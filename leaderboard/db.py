@@ -109,9 +109,7 @@ class Database:
     def __post_init__(self) -> None:
         # SQLite has one writer at a time; serialising our own writes in-process
         # avoids lock-upgrade failures under many concurrent submissions.
-        self._write_lock = (
-            threading.Lock() if self.engine.dialect.name == "sqlite" else _NullLock()
-        )
+        self._write_lock = threading.Lock() if self.engine.dialect.name == "sqlite" else _NullLock()
 
     # ----------------------------------------------------------------- tokens
 
@@ -161,7 +159,9 @@ class Database:
                 s.flush()
                 return sub.id
         except IntegrityError as e:
-            if "bundle_sha256" in str(e.orig):  # SQLite and PostgreSQL both name the column/constraint
+            if "bundle_sha256" in str(
+                e.orig
+            ):  # SQLite and PostgreSQL both name the column/constraint
                 raise DuplicateSubmission("this exact bundle was already submitted") from None
             raise
 
@@ -278,5 +278,11 @@ def as_iso(dt: datetime | None) -> str | None:
 
 
 __all__ = [
-    "Base", "Database", "DuplicateSubmission", "TokenError", "hash_token", "open_db", "upgrade",
+    "Base",
+    "Database",
+    "DuplicateSubmission",
+    "TokenError",
+    "hash_token",
+    "open_db",
+    "upgrade",
 ]

@@ -11,7 +11,9 @@ from typing import Any
 _LOCK = threading.Lock()
 
 
-def best_by_method_and_size(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, Mapping[str, Any]]]:
+def best_by_method_and_size(
+    rows: Iterable[Mapping[str, Any]],
+) -> dict[str, dict[int, Mapping[str, Any]]]:
     """For each method and team size, the submission with the best verified score."""
     best: dict[str, dict[int, Mapping[str, Any]]] = {}
     for r in rows:
@@ -47,7 +49,11 @@ def score_by_team_size_png(rows: Iterable[Mapping[str, Any]], *, title: str = ""
         ax.set_xlabel("team size (agents)")
         ax.set_ylabel("verified score (95% CI)")
         ax.set_ylim(-0.02, 1.02)
-        ax.set_title(f"{title}: best verified score by team size" if title else "best verified score by team size")
+        ax.set_title(
+            f"{title}: best verified score by team size"
+            if title
+            else "best verified score by team size"
+        )
         ax.grid(alpha=0.3)
         ax.legend(loc="best", fontsize="small")
         fig.tight_layout()

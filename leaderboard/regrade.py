@@ -104,7 +104,9 @@ def overrides_for(bundle: Bundle, registered_kwargs: Mapping[str, Any]) -> dict[
     if not isinstance(kwargs, Mapping):
         raise BundleRejected("env_spec.kwargs must be an object")
     keys = (set(kwargs) | set(registered_kwargs)) - IGNORED_KWARGS
-    changed = sorted(k for k in keys if kwargs.get(k, registered_kwargs.get(k)) != registered_kwargs.get(k))
+    changed = sorted(
+        k for k in keys if kwargs.get(k, registered_kwargs.get(k)) != registered_kwargs.get(k)
+    )
     unsafe = [k for k in changed if k not in SAFE_OVERRIDES]
     if unsafe:
         raise BundleRejected(
@@ -133,12 +135,16 @@ def build_env(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None)
     try:
         spec = marft_envs.spec(bundle.env_id)
     except KeyError as e:
-        raise BundleRejected(str(e.args[0]) if e.args else f"unknown env id {bundle.env_id!r}") from None
+        raise BundleRejected(
+            str(e.args[0]) if e.args else f"unknown env id {bundle.env_id!r}"
+        ) from None
     overrides = {**overrides_for(bundle, spec.kwargs), **_applicable(spec, server_overrides or {})}
     try:
         return marft_envs.make(bundle.env_id, **overrides)
     except (TypeError, ValueError, KeyError) as e:
-        raise BundleRejected(f"cannot build {bundle.env_id!r} with overrides {overrides}: {e}") from None
+        raise BundleRejected(
+            f"cannot build {bundle.env_id!r} with overrides {overrides}: {e}"
+        ) from None
 
 
 def check_bundle(bundle: Bundle, env: Any) -> list[str]:
@@ -158,9 +164,13 @@ def check_bundle(bundle: Bundle, env: Any) -> list[str]:
         )
     agents = list(base.possible_agents)
     if bundle.team_size != len(agents):
-        raise BundleRejected(f"team_size {bundle.team_size} but {bundle.env_id!r} has {len(agents)} agents")
+        raise BundleRejected(
+            f"team_size {bundle.team_size} but {bundle.env_id!r} has {len(agents)} agents"
+        )
     if ref.size is not None and ref.size > len(ds):
-        raise BundleRejected(f"dataset.size {ref.size} exceeds the {len(ds)} tasks of {ds.name!r}/{ds.split!r}")
+        raise BundleRejected(
+            f"dataset.size {ref.size} exceeds the {len(ds)} tasks of {ds.name!r}/{ds.split!r}"
+        )
     eval_ids = list(ds.ids[: ref.size])
     _check_coverage(bundle, ds, eval_ids)
     _check_transcripts(bundle, agents, _answerer(base, agents))
@@ -208,10 +218,14 @@ def _check_transcripts(bundle: Bundle, agents: list[str], answerer: str) -> None
     valid = set(agents)
     for i, ep in enumerate(bundle.episodes):
         if not ep.turns:
-            raise BundleRejected(f"episode {i} (task {ep.task_id!r}) has no turns: transcripts are required")
+            raise BundleRejected(
+                f"episode {i} (task {ep.task_id!r}) has no turns: transcripts are required"
+            )
         bad = sorted({t.agent for t in ep.turns} - valid)
         if bad:
-            raise BundleRejected(f"episode {i}: unknown agent(s) {bad}; {bundle.env_id!r} has {agents}")
+            raise BundleRejected(
+                f"episode {i}: unknown agent(s) {bad}; {bundle.env_id!r} has {agents}"
+            )
         answers = [t.action for t in ep.turns if t.agent == answerer]
         if not answers or answers[-1] != ep.final_output:
             raise BundleRejected(
@@ -220,8 +234,9 @@ def _check_transcripts(bundle: Bundle, agents: list[str], answerer: str) -> None
             )
 
 
-def grade_episodes(bundle: Bundle, env: Any, retries: int = INFRA_RETRIES,
-                   workers: int | None = None) -> list[EpisodeGrade]:
+def grade_episodes(
+    bundle: Bundle, env: Any, retries: int = INFRA_RETRIES, workers: int | None = None
+) -> list[EpisodeGrade]:
     """Grade every episode's final output with the environment's own verifier.
 
     Episodes are graded ``workers`` at a time (default: up to 4, one per core): a code
@@ -242,7 +257,9 @@ def grade_episodes(bundle: Bundle, env: Any, retries: int = INFRA_RETRIES,
                 f"the verifier reported an infrastructure error on episode {i} (task {ep.task_id!r}) "
                 f"{retries + 1} times: {v.reason}; nothing was stored, please resubmit later"
             )
-        return EpisodeGrade(i, ep.task_id, ep.seed, float(v.score), bool(v.correct), v.answer, v.reason)
+        return EpisodeGrade(
+            i, ep.task_id, ep.seed, float(v.score), bool(v.correct), v.answer, v.reason
+        )
 
     workers = workers or min(4, os.cpu_count() or 1)
     if workers == 1 or len(bundle.episodes) < 2:

@@ -161,7 +161,9 @@ class Bundle(_Strict):
         )
 
 
-def evaluation_plan(env: Any, seeds: Iterable[int] = (0,), size: int | None = None) -> list[tuple[int, str]]:
+def evaluation_plan(
+    env: Any, seeds: Iterable[int] = (0,), size: int | None = None
+) -> list[tuple[int, str]]:
     """The (seed, task_id) pairs a bundle must contain, in order: every seed times the first
     ``size`` tasks of the environment's dataset split (all tasks when ``size`` is None).
 

@@ -93,7 +93,9 @@ async def read_limited_body(request: Request, max_bytes: int) -> bytes:
     """The request body, or 413 as soon as it is known to exceed ``max_bytes``."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
-        raise HTTPException(413, f"request body of {declared} bytes exceeds the limit of {max_bytes} bytes")
+        raise HTTPException(
+            413, f"request body of {declared} bytes exceeds the limit of {max_bytes} bytes"
+        )
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
@@ -115,7 +117,8 @@ def parse_bundle(body: bytes) -> Bundle:
         return Bundle.model_validate(data)
     except ValidationError as e:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in e.errors()[:10]
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            for err in e.errors()[:10]
         )
         raise HTTPException(422, f"invalid bundle: {problems}") from None
 
@@ -161,7 +164,9 @@ def create_app(
         token_id, why = await run_in_threadpool(database.check_token, _bearer(request))
         if token_id is None:
             status = 403 if "revoked" in why else 401
-            raise HTTPException(status, f"submission refused: {why}", headers={"WWW-Authenticate": "Bearer"})
+            raise HTTPException(
+                status, f"submission refused: {why}", headers={"WWW-Authenticate": "Bearer"}
+            )
         bundle = parse_bundle(await read_limited_body(request, max_body_bytes))
         try:
             grade = await run_in_threadpool(regrade, bundle, overrides)
@@ -170,7 +175,9 @@ def create_app(
         except GradingUnavailable as e:
             raise HTTPException(503, str(e)) from None
         try:
-            sub_id = await run_in_threadpool(database.add_submission, to_submission(bundle, grade, token_id))
+            sub_id = await run_in_threadpool(
+                database.add_submission, to_submission(bundle, grade, token_id)
+            )
         except DuplicateSubmission as e:
             raise HTTPException(409, str(e)) from None
         return JSONResponse(
@@ -226,7 +233,8 @@ def create_app(
         size = int(team_size) if team_size and team_size.isdigit() else None
         all_rows = leaderboard_rows(database.submissions(), sort, order)
         shown = [
-            r for r in all_rows
+            r
+            for r in all_rows
             if (not family or r["env_family"] == family)
             and (not method or r["method"] == method)
             and (size is None or r["team_size"] == size)
@@ -245,7 +253,11 @@ def create_app(
                 "families": sorted({r["env_family"] for r in all_rows}),
                 "team_sizes": sorted({r["team_size"] for r in all_rows}),
                 "methods": METHODS,
-                "filters": {"family": family or "", "method": method or "", "team_size": size or ""},
+                "filters": {
+                    "family": family or "",
+                    "method": method or "",
+                    "team_size": size or "",
+                },
                 "sort": sort,
                 "order": order,
             },

@@ -24,8 +24,15 @@ def register_math_envs() -> None:
             register(
                 env_id,
                 "marft_envs.flexmg:FlexMGEnv",
-                kwargs={"dataset": dataset, "split": split, "workflow": workflow, "verifier": "math",
-                        "horizon": 1, "feedback": "none", "reward_to": "team"},
+                kwargs={
+                    "dataset": dataset,
+                    "split": split,
+                    "workflow": workflow,
+                    "verifier": "math",
+                    "horizon": 1,
+                    "feedback": "none",
+                    "reward_to": "team",
+                },
                 description=f"{desc}; {workflow}",
             )
 

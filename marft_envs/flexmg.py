@@ -64,7 +64,9 @@ def deterministic_verdict(verdict: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in verdict.items() if k != "elapsed"}
     details = out.get("details")
     if isinstance(details, Mapping):
-        out["details"] = {k: v for k, v in details.items() if "elapsed" not in k and "time" not in k}
+        out["details"] = {
+            k: v for k, v in details.items() if "elapsed" not in k and "time" not in k
+        }
     return out
 
 
@@ -116,14 +118,17 @@ class FlexMGEnv(AECEnv):
         if reward_to not in REWARD_TO:
             raise ValueError(f"reward_to must be one of {REWARD_TO}, got {reward_to!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}"
+            )
         if max_turns is not None and max_turns < 1:
             raise ValueError(f"max_turns must be >= 1 or None, got {max_turns!r}")
 
         wf = get_workflow(workflow)
         self.workflow: Workflow = wf if roles else wf.without_roles()
         self.dataset: Dataset = (
-            dataset if isinstance(dataset, Dataset)
+            dataset
+            if isinstance(dataset, Dataset)
             else tasks.load(dataset, split=split, data_dir=data_dir, **dict(dataset_kwargs or {}))
         )
         if len(self.dataset) == 0:
@@ -135,7 +140,9 @@ class FlexMGEnv(AECEnv):
             )
         self.verifier = get_verifier(verifier, **dict(verifier_kwargs or {}))
         if feedback == "tests" and self.dataset.kind != "code":
-            raise ValueError("feedback='tests' needs a code environment; use 'none' or 'verdict' for math")
+            raise ValueError(
+                "feedback='tests' needs a code environment; use 'none' or 'verdict' for math"
+            )
 
         self.horizon = horizon
         self.feedback_mode = feedback
@@ -151,20 +158,42 @@ class FlexMGEnv(AECEnv):
         self.possible_agents = self.workflow.agent_ids()
         n = len(self.possible_agents)
         text = UnicodeText()
-        entry = spaces.Dict({"agent": UnicodeText(), "role": UnicodeText(), "position": spaces.Discrete(n),
-                             "action": UnicodeText()})
-        past = spaces.Dict({"agent": UnicodeText(), "role": UnicodeText(), "position": spaces.Discrete(n),
-                            "round": spaces.Discrete(horizon), "action": UnicodeText()})
+        entry = spaces.Dict(
+            {
+                "agent": UnicodeText(),
+                "role": UnicodeText(),
+                "position": spaces.Discrete(n),
+                "action": UnicodeText(),
+            }
+        )
+        past = spaces.Dict(
+            {
+                "agent": UnicodeText(),
+                "role": UnicodeText(),
+                "position": spaces.Discrete(n),
+                "round": spaces.Discrete(horizon),
+                "action": UnicodeText(),
+            }
+        )
         self.observation_spaces = {
-            a: spaces.Dict({
-                "prompt": UnicodeText(), "problem": UnicodeText(), "agent": UnicodeText(),
-                "role": UnicodeText(), "round": spaces.Discrete(horizon), "position": spaces.Discrete(n),
-                "predecessors": spaces.Sequence(entry), "history": spaces.Sequence(past),
-                "feedback": UnicodeText(),
-            })
+            a: spaces.Dict(
+                {
+                    "prompt": UnicodeText(),
+                    "problem": UnicodeText(),
+                    "agent": UnicodeText(),
+                    "role": UnicodeText(),
+                    "round": spaces.Discrete(horizon),
+                    "position": spaces.Discrete(n),
+                    "predecessors": spaces.Sequence(entry),
+                    "history": spaces.Sequence(past),
+                    "feedback": UnicodeText(),
+                }
+            )
             for a in self.possible_agents
         }
-        self.action_spaces = {a: UnicodeText(max_length=max_action_chars) for a in self.possible_agents}
+        self.action_spaces = {
+            a: UnicodeText(max_length=max_action_chars) for a in self.possible_agents
+        }
         self.state_space = text
 
         self._seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
@@ -206,7 +235,9 @@ class FlexMGEnv(AECEnv):
         elif "task_index" in options:
             self.task = self.dataset[int(options["task_index"])]
         else:
-            self.task = self.dataset[_task_index(self._seed, self._episode_index, len(self.dataset))]
+            self.task = self.dataset[
+                _task_index(self._seed, self._episode_index, len(self.dataset))
+            ]
 
         self.agents = self.possible_agents[:]
         self.rewards = {a: 0.0 for a in self.agents}
@@ -250,25 +281,39 @@ class FlexMGEnv(AECEnv):
         seen = self._sees[i]
         preds = tuple(p for j, p in self._current if j in seen)
         round_index = min(self.round, self.horizon - 1)
-        user = user_text(agent=agent, role=role.name, problem=problem, round_index=round_index,
-                         horizon=self.horizon, history=self._past, feedbacks=self._feedbacks, predecessors=preds)
-        return role.instructions, {
-            "prompt": prompt_text(role.instructions, user),
-            "problem": problem,
-            "agent": agent,
-            "role": role.name,
-            "round": round_index,
-            "position": i,
-            "predecessors": preds,
-            "history": self._past,
-            "feedback": self._feedbacks[-1] if self._feedbacks and self.round > 0 else "",
-        }, user
+        user = user_text(
+            agent=agent,
+            role=role.name,
+            problem=problem,
+            round_index=round_index,
+            horizon=self.horizon,
+            history=self._past,
+            feedbacks=self._feedbacks,
+            predecessors=preds,
+        )
+        return (
+            role.instructions,
+            {
+                "prompt": prompt_text(role.instructions, user),
+                "problem": problem,
+                "agent": agent,
+                "role": role.name,
+                "round": round_index,
+                "position": i,
+                "predecessors": preds,
+                "history": self._past,
+                "feedback": self._feedbacks[-1] if self._feedbacks and self.round > 0 else "",
+            },
+            user,
+        )
 
     def state(self) -> str:
         """The global view for a centralized critic: the problem and the whole transcript so far."""
         if self._state_cache is None or self._state_cache[0] != self._version:
-            self._state_cache = (self._version,
-                                 transcript_text(self.task.prompt, self._history, self._feedbacks, self._verdicts))
+            self._state_cache = (
+                self._version,
+                transcript_text(self.task.prompt, self._history, self._feedbacks, self._verdicts),
+            )
         return self._state_cache[1]
 
     def step(self, action: Any) -> None:
@@ -279,15 +324,28 @@ class FlexMGEnv(AECEnv):
         i = self._agent_index[agent]
         text, note = coerce_action(action, self.max_action_chars)
         instructions, obs, user = self._view(agent)
-        self._turns.append(Turn(agent=agent, role=self.workflow.roles[i].name, position=i, round=self.round,
-                                observation=obs, messages=chat_messages(instructions, user),
-                                state=self.state(), action=text))
+        self._turns.append(
+            Turn(
+                agent=agent,
+                role=self.workflow.roles[i].name,
+                position=i,
+                round=self.round,
+                observation=obs,
+                messages=chat_messages(instructions, user),
+                state=self.state(),
+                action=text,
+            )
+        )
         role = self.workflow.roles[i].name
-        self._history.append({"agent": agent, "role": role, "position": i, "round": self.round, "action": text})
+        self._history.append(
+            {"agent": agent, "role": role, "position": i, "round": self.round, "action": text}
+        )
         self._current.append((i, {"agent": agent, "role": role, "position": i, "action": text}))
         self._version += 1
         self._clear_rewards()
-        self.infos[agent] = {**self.infos[agent], "action_note": note} if note else self.infos[agent]
+        self.infos[agent] = (
+            {**self.infos[agent], "action_note": note} if note else self.infos[agent]
+        )
 
         if self._selector.is_last():
             self._end_round()
@@ -302,12 +360,18 @@ class FlexMGEnv(AECEnv):
 
     def _end_round(self) -> None:
         answerer = self.possible_agents[self.workflow.answerer_index]
-        response = self._history[-len(self.possible_agents) + self.workflow.answerer_index]["action"]
+        response = self._history[-len(self.possible_agents) + self.workflow.answerer_index][
+            "action"
+        ]
         start = time.perf_counter()
         verdict: Verdict = self.verifier.grade(response, self.task)
         elapsed = time.perf_counter() - start
-        vdict = {**verdict.to_dict(), "elapsed": verdict.elapsed or elapsed, "round": self.round,
-                 "answerer": answerer}
+        vdict = {
+            **verdict.to_dict(),
+            "elapsed": verdict.elapsed or elapsed,
+            "round": self.round,
+            "answerer": answerer,
+        }
         if verdict.grader_version is None:  # a third-party verifier's: name what it declares
             vdict["grader_version"] = grader_version(self.verifier)
         self._verdicts.append(vdict)
@@ -315,7 +379,12 @@ class FlexMGEnv(AECEnv):
         self._version += 1  # the verdict is part of state()
         for a in self.agents:
             self.rewards[a] = self._attributed(a, answerer, verdict.score)
-            self.infos[a] = {"task_id": self.task.id, "round": self.round, "verdict": public, "answerer": answerer}
+            self.infos[a] = {
+                "task_id": self.task.id,
+                "round": self.round,
+                "verdict": public,
+                "answerer": answerer,
+            }
         for t in self._turns:
             if t.round == self.round:
                 t.reward = self.rewards[t.agent]
@@ -335,7 +404,8 @@ class FlexMGEnv(AECEnv):
     def _next_round(self, response: str, verdict: Verdict) -> None:
         self._feedbacks.append(
             self.verifier.feedback(response, self.task, verdict, self.feedback_mode)
-            if self.feedback_mode != "none" else ""
+            if self.feedback_mode != "none"
+            else ""
         )
         self._past = self._past + tuple(dict(e) for e in self._history if e["round"] == self.round)
         self._current = []
@@ -386,8 +456,12 @@ class FlexMGEnv(AECEnv):
     def _final_view(self) -> FinalView:
         """Where a truncated episode stopped (``agent_selection`` is the agent that acts next)."""
         nxt = self.agent_selection
-        return FinalView(agent=nxt, role=self.workflow.roles[self._agent_index[nxt]].name,
-                         state=self.state(), messages={a: self.messages(a) for a in self.possible_agents})
+        return FinalView(
+            agent=nxt,
+            role=self.workflow.roles[self._agent_index[nxt]].name,
+            state=self.state(),
+            messages={a: self.messages(a) for a in self.possible_agents},
+        )
 
     def render(self) -> str | None:
         if self.render_mode is None:

@@ -18,7 +18,9 @@ def oracle(env: Any, agent: str, obs: dict[str, Any]) -> str:
     task = env.unwrapped.task
     if task.kind == "math":
         return f"As {obs['role']}, I worked through the problem step by step.\nThe answer is \\boxed{{{task.answer}}}."
-    solution = task.metadata.get("canonical_solution") or task.metadata.get("reference_solution") or "pass"
+    solution = (
+        task.metadata.get("canonical_solution") or task.metadata.get("reference_solution") or "pass"
+    )
     return f"As {obs['role']}, here is the program:\n```python\n{solution}\n```"
 
 
@@ -69,7 +71,9 @@ def get_policy(name: str) -> ScriptedPolicy:
         raise KeyError(f"Unknown policy {name!r}; choose from {sorted(POLICIES)}") from None
 
 
-def play_episode(env: Any, policy: ScriptedPolicy, *, seed: int | None = None, options: dict | None = None) -> Any:
+def play_episode(
+    env: Any, policy: ScriptedPolicy, *, seed: int | None = None, options: dict | None = None
+) -> Any:
     """Play one episode with a scripted policy and return its :class:`~marft_envs.Episode`."""
     env.reset(seed=seed, options=options)
     for agent in env.agent_iter():
@@ -78,7 +82,9 @@ def play_episode(env: Any, policy: ScriptedPolicy, *, seed: int | None = None, o
     return env.unwrapped.episode()
 
 
-def resolve_others(agents: Sequence[str], others: Any, *, names: Sequence[str] | None = None) -> dict[str, ScriptedPolicy]:
+def resolve_others(
+    agents: Sequence[str], others: Any, *, names: Sequence[str] | None = None
+) -> dict[str, ScriptedPolicy]:
     """One scripted policy per agent of ``agents`` from ``others`` (a name, a callable or a mapping).
 
     ``names`` restricts which policy names are allowed (a server refuses ``human``). A mapping
@@ -96,11 +102,15 @@ def resolve_others(agents: Sequence[str], others: Any, *, names: Sequence[str] |
     if isinstance(others, Mapping):
         missing, extra = sorted(set(agents) - set(others)), sorted(set(others) - set(agents))
         if missing or extra:
-            raise ValueError(f"others must name a policy for exactly {list(agents)}; "
-                             f"missing {missing}, unexpected {extra}")
+            raise ValueError(
+                f"others must name a policy for exactly {list(agents)}; "
+                f"missing {missing}, unexpected {extra}"
+            )
         return {a: one(a, others[a]) for a in agents}
     if agents and others is None:
-        raise ValueError(f"agents {list(agents)} need a policy: pass others= (a callable or one of {allowed})")
+        raise ValueError(
+            f"agents {list(agents)} need a policy: pass others= (a callable or one of {allowed})"
+        )
     return {a: one(a, others) for a in agents}
 
 
@@ -110,7 +120,9 @@ def episode_over(env: Any) -> bool:
     return not env.agents or env.terminations[agent] or env.truncations[agent]
 
 
-def advance(env: Any, policies: Mapping[str, ScriptedPolicy], rewards: dict[str, float]) -> list[tuple[str, str]]:
+def advance(
+    env: Any, policies: Mapping[str, ScriptedPolicy], rewards: dict[str, float]
+) -> list[tuple[str, str]]:
     """Let ``policies`` play their agents until another agent is to act or the episode ends.
 
     Each step's rewards are added to ``rewards`` (agent -> sum); returns the (agent, action) pairs

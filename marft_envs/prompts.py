@@ -63,8 +63,10 @@ def transcript_text(
         lines = [_block(e) for e in history if e["round"] == r]
         if r < len(verdicts):
             v = verdicts[r]
-            lines.append(f"Verdict: {'CORRECT' if v['correct'] else 'WRONG'} (answer={v['answer']!r}, "
-                         f"reason={v['reason']}, score={v['score']:.3g})")
+            lines.append(
+                f"Verdict: {'CORRECT' if v['correct'] else 'WRONG'} (answer={v['answer']!r}, "
+                f"reason={v['reason']}, score={v['score']:.3g})"
+            )
         if r < len(feedbacks) and feedbacks[r]:
             lines.append(feedbacks[r])
         parts.append(f"## Round {r + 1}\n" + "\n\n".join(lines))

@@ -49,12 +49,16 @@ class EnvSpec:
     def to_json(self) -> str:
         """A JSON string that :meth:`from_json` turns back into an equal spec."""
         if not isinstance(self.entry_point, str):
-            raise ValueError(f"EnvSpec {self.id!r}: a callable entry point cannot be serialised; register it as 'module:attr'")
+            raise ValueError(
+                f"EnvSpec {self.id!r}: a callable entry point cannot be serialised; register it as 'module:attr'"
+            )
         d = dataclasses.asdict(self)
         try:
             return json.dumps(d, sort_keys=True)
         except TypeError as e:
-            raise ValueError(f"EnvSpec {self.id!r}: kwargs are not JSON-serialisable ({e})") from None
+            raise ValueError(
+                f"EnvSpec {self.id!r}: kwargs are not JSON-serialisable ({e})"
+            ) from None
 
     @classmethod
     def from_json(cls, text: str) -> "EnvSpec":
@@ -79,7 +83,9 @@ def register(
 ) -> EnvSpec:
     """Register an environment id. ``entry_point`` is ``"module:attr"`` or a callable."""
     if id in registry and not overwrite:
-        raise ValueError(f"Environment id {id!r} is already registered (pass overwrite=True to replace it)")
+        raise ValueError(
+            f"Environment id {id!r} is already registered (pass overwrite=True to replace it)"
+        )
     spec_ = EnvSpec(id, entry_point, dict(kwargs or {}), description, max_episode_turns)
     registry[id] = spec_
     return spec_
@@ -157,8 +163,13 @@ def pprint_registry(*, print_output: bool = True, console: Console | None = None
     for env_id in sorted(registry):
         s = registry[env_id]
         wf = s.kwargs.get("workflow", "")
-        table.add_row(env_id, str(s.kwargs.get("dataset", "")), getattr(wf, "name", str(wf)),
-                      str(s.team_size or ""), s.description)
+        table.add_row(
+            env_id,
+            str(s.kwargs.get("dataset", "")),
+            getattr(wf, "name", str(wf)),
+            str(s.team_size or ""),
+            s.description,
+        )
     console = console or Console(width=140)
     if not print_output:
         with console.capture() as cap:

@@ -31,9 +31,22 @@ from .registry import make
 
 #: Actions no step may crash on; each must be graded as a wrong answer.
 GARBAGE_ACTIONS: tuple[Any, ...] = (
-    None, "", 12345, 3.5, ["list"], {"d": 1}, b"\xff\xfe bytes", "\x00\x01\x02", "\ud800 lone surrogate",
-    "😀" * 1000, "\\boxed{", "}}}{{{\\boxed{}}}", "```python\n", "\u202e\u200b" * 100,
-    "x" * 3_000_000, "\\frac{" * 5000,
+    None,
+    "",
+    12345,
+    3.5,
+    ["list"],
+    {"d": 1},
+    b"\xff\xfe bytes",
+    "\x00\x01\x02",
+    "\ud800 lone surrogate",
+    "😀" * 1000,
+    "\\boxed{",
+    "}}}{{{\\boxed{}}}",
+    "```python\n",
+    "\u202e\u200b" * 100,
+    "x" * 3_000_000,
+    "\\frac{" * 5000,
 )
 
 #: (prediction, reference) pairs that make a careless symbolic checker hang; the last two
@@ -76,7 +89,9 @@ def check_garbage_actions(env_fn: Callable[..., Any]) -> None:
         _play(env, lambda agent, obs: garbage)
         ep = _unwrap(env).episode()
         assert ep.verdicts, f"garbage action {garbage!r:.40}: the round was never graded"
-        assert not any(v["correct"] for v in ep.verdicts), f"garbage action {garbage!r:.40} was graded correct"
+        assert not any(v["correct"] for v in ep.verdicts), (
+            f"garbage action {garbage!r:.40} was graded correct"
+        )
     env.close()
 
 
@@ -98,7 +113,9 @@ def check_predecessors(env_fn: Callable[..., Any], seed: int = 0) -> None:
         assert got == expected, f"{agent} in round {r} saw {got!r}, expected {expected!r}"
         for j in range(wf.n_agents):
             if j < i and j not in wf.sees(i):
-                assert played[(r, j)] not in obs["prompt"], f"{agent} saw hidden predecessor {j}'s action"
+                assert played[(r, j)] not in obs["prompt"], (
+                    f"{agent} saw hidden predecessor {j}'s action"
+                )
         action = f"action-{r}-{i}-{rng.random():.12f}"
         played[(r, i)] = action
         env.step(action)
@@ -112,7 +129,9 @@ def _transcript(env_fn: Callable[..., Any], seed: int) -> list[Any]:
     rng = random.Random(seed)
     for agent in env.agent_iter():
         obs, reward, term, trunc, info = env.last()
-        out.append((agent, obs["prompt"], reward, term, trunc, info.get("verdict", {}).get("correct")))
+        out.append(
+            (agent, obs["prompt"], reward, term, trunc, info.get("verdict", {}).get("correct"))
+        )
         env.step(None if term or trunc else f"\\boxed{{{rng.randint(0, 9)}}}")
     out.append(_unwrap(env).episode().returns)
     env.close()
@@ -121,7 +140,9 @@ def _transcript(env_fn: Callable[..., Any], seed: int) -> list[Any]:
 
 def check_replay(env_fn: Callable[..., Any]) -> None:
     """Two runs with the same seed and actions are identical; other seeds reach other tasks."""
-    assert _transcript(env_fn, 7) == _transcript(env_fn, 7), "replay with the same seed and actions differs"
+    assert _transcript(env_fn, 7) == _transcript(env_fn, 7), (
+        "replay with the same seed and actions differs"
+    )
 
 
 def check_global_rng_untouched(env_fn: Callable[..., Any]) -> None:
@@ -149,7 +170,9 @@ def check_task_pinning(env_fn: Callable[..., Any]) -> None:
     env.close()
 
 
-def check_verifier_time_limit(env_fn: Callable[..., Any], limit: float = 1.0, slack: float = 10.0) -> None:
+def check_verifier_time_limit(
+    env_fn: Callable[..., Any], limit: float = 1.0, slack: float = 10.0
+) -> None:
     """Pathological answers get a verdict within the verifier's limit (plus slack), never a hang.
 
     The check runs the environment's own verifier with its limit set to ``limit`` seconds, so the
@@ -182,7 +205,9 @@ LLM_CHECKS: dict[str, Callable[[Callable[..., Any]], None]] = {
 }
 
 
-def check_env(env_or_id: Any, *, num_cycles: int = 50, verbose: bool = False, **overrides: Any) -> ConformanceReport:
+def check_env(
+    env_or_id: Any, *, num_cycles: int = 50, verbose: bool = False, **overrides: Any
+) -> ConformanceReport:
     """Run PettingZoo's ``api_test``, ``seed_test``, ``render_test`` and state checks, then the LLM checks.
 
     ``env_or_id`` is a registered id or an environment made by :func:`marft_envs.make` (its spec,
@@ -194,7 +219,9 @@ def check_env(env_or_id: Any, *, num_cycles: int = 50, verbose: bool = False, **
     else:
         spec_ = getattr(_unwrap(env_or_id), "spec", None)
         if spec_ is None:
-            raise ValueError("check_env needs an id or an environment built by marft_envs.make() (it has a spec)")
+            raise ValueError(
+                "check_env needs an id or an environment built by marft_envs.make() (it has a spec)"
+            )
         env_id, spec_or_id, base = spec_.id, spec_, {}
 
     def env_fn(**kw: Any) -> Any:
@@ -205,7 +232,10 @@ def check_env(env_or_id: Any, *, num_cycles: int = 50, verbose: bool = False, **
         "pettingzoo.api_test": lambda: api_test(env_fn(), num_cycles=num_cycles),
         "pettingzoo.seed_test": lambda: seed_test(env_fn, num_cycles=num_cycles),
         "pettingzoo.render_test": lambda: render_test(env_fn),
-        "pettingzoo.state_test": lambda: (test_state_space(e := env_fn()), test_state(e, num_cycles)),
+        "pettingzoo.state_test": lambda: (
+            test_state_space(e := env_fn()),
+            test_state(e, num_cycles),
+        ),
     }
     checks = {**pz_checks, **{name: (lambda f=f: f(env_fn)) for name, f in LLM_CHECKS.items()}}
     for name, run in checks.items():
@@ -220,5 +250,8 @@ def check_env(env_or_id: Any, *, num_cycles: int = 50, verbose: bool = False, **
         report.passed.append(name)
         report.seconds[name] = time.monotonic() - start
         if verbose:
-            print(f"ok {name} ({report.seconds[name]:.2f}s)" + ("\n" + out.getvalue() if out.getvalue() else ""))
+            print(
+                f"ok {name} ({report.seconds[name]:.2f}s)"
+                + ("\n" + out.getvalue() if out.getvalue() else "")
+            )
     return report

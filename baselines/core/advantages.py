@@ -87,8 +87,11 @@ def compute_advantages(
     if not rows:
         return adv_out, ret_out
     boot = torch.tensor([_bootstrap_of(rollout, key, bootstrap) for key, _ in keyed])
-    width = max(len(r) for r in rows) if not token_level else max(
-        sum(len(rollout.turns[e][i].action_ids) for e, i in r) for r in rows)
+    width = (
+        max(len(r) for r in rows)
+        if not token_level
+        else max(sum(len(rollout.turns[e][i].action_ids) for e, i in r) for r in rows)
+    )
     n = len(rows)
     rewards = torch.zeros(n, width)
     vals = torch.zeros(n, width)
@@ -113,8 +116,8 @@ def compute_advantages(
                 raise ValueError(f"turn {(e, i)}: {v.numel()} token values for {length} tokens")
             if length == 0:
                 raise ValueError(f"turn {(e, i)} of agent {turn.agent!r} has no action tokens")
-            vals[b, col:col + length] = v[:length]
-            mask[b, col:col + length] = True
+            vals[b, col : col + length] = v[:length]
+            mask[b, col : col + length] = True
             rewards[b, col + length - 1] = reward
             action_end[b, col + length - 1] = True
             round_end[b, col + length - 1] = ends_round
@@ -122,8 +125,18 @@ def compute_advantages(
             col += length
         spans.append(row_spans)
     if token_level:
-        adv, ret = algos.token_level_gae(rewards, vals, mask, action_end, round_end, gamma, lam,
-                                         token_gamma, token_lam, bootstrap=boot)
+        adv, ret = algos.token_level_gae(
+            rewards,
+            vals,
+            mask,
+            action_end,
+            round_end,
+            gamma,
+            lam,
+            token_gamma,
+            token_lam,
+            bootstrap=boot,
+        )
     elif sequential:
         adv, ret = algos.sequential_gae(rewards, vals, mask, round_end, gamma, lam, bootstrap=boot)
     else:
@@ -131,9 +144,9 @@ def compute_advantages(
     for b, row_spans in enumerate(spans):
         for key, col, length in row_spans:
             n_tokens = len(rollout.turns[key[0]][key[1]].action_ids)
-            a = adv[b, col:col + length]
+            a = adv[b, col : col + length]
             adv_out[key] = a if token_level else a.expand(n_tokens).clone()
-            ret_out[key] = ret[b, col:col + length].clone()
+            ret_out[key] = ret[b, col : col + length].clone()
     return adv_out, ret_out
 
 
@@ -151,9 +164,11 @@ def _bootstrap_of(rollout: Rollout, key: RowKey, bootstrap: Mapping[RowKey, floa
     if not rollout.episodes[key[0]].truncated:
         return 0.0
     if bootstrap is None or key not in bootstrap:
-        raise ValueError(f"episode {key[0]} (task {rollout.episodes[key[0]].task_id!r}) was "
-                         f"truncated but no bootstrap value was given for row {key}: pass the "
-                         "critic's value where it stopped")
+        raise ValueError(
+            f"episode {key[0]} (task {rollout.episodes[key[0]].task_id!r}) was "
+            f"truncated but no bootstrap value was given for row {key}: pass the "
+            "critic's value where it stopped"
+        )
     return float(bootstrap[key])
 
 
@@ -166,6 +181,6 @@ def whiten(advantages: dict, keys: Sequence) -> dict:
     out, start = {}, 0
     for k in keys:
         n = advantages[k].numel()
-        out[k] = white[start:start + n]
+        out[k] = white[start : start + n]
         start += n
     return out

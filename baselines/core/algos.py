@@ -512,9 +512,7 @@ def entropy_bonus(entropy: Tensor, mask: Tensor) -> Tensor:
     return masked_mean(entropy, mask)
 
 
-def kl_penalty(
-    logp: Tensor, ref_logp: Tensor, kind: Literal["k1", "k2", "k3"] = "k3"
-) -> Tensor:
+def kl_penalty(logp: Tensor, ref_logp: Tensor, kind: Literal["k1", "k2", "k3"] = "k3") -> Tensor:
     """Per-token estimate of KL(policy || reference) from sampled-token log-probs.
 
     With ``d = logp - ref_logp`` (Schulman's estimators): ``k1 = d`` (unbiased, can be
@@ -540,8 +538,9 @@ def kl_penalty(
     raise ValueError(f"unknown KL estimator {kind!r}; valid: 'k1', 'k2', 'k3'")
 
 
-def mean_kl(logp: Tensor, other_logp: Tensor, mask: Tensor,
-            kind: Literal["k1", "k2", "k3"] = "k3") -> Tensor:
+def mean_kl(
+    logp: Tensor, other_logp: Tensor, mask: Tensor, kind: Literal["k1", "k2", "k3"] = "k3"
+) -> Tensor:
     """Mean over real tokens of :func:`kl_penalty`: KL(policy || other), estimated from tokens
     sampled from ``policy``.
 
@@ -560,8 +559,9 @@ def mean_kl(logp: Tensor, other_logp: Tensor, mask: Tensor,
     m = _as_bool(mask, logp)
     zero = torch.zeros((), dtype=logp.dtype, device=logp.device)
     # padding may hold anything: compare real entries only
-    return masked_mean(kl_penalty(torch.where(m, logp, zero), torch.where(m, other_logp, zero),
-                                  kind), m)
+    return masked_mean(
+        kl_penalty(torch.where(m, logp, zero), torch.where(m, other_logp, zero), kind), m
+    )
 
 
 def logprob_mismatch(

@@ -100,7 +100,7 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
     for p in root.iterdir():
         if p.is_dir() and p.name.startswith(_PREFIX) and (p / "meta.json").is_file():
             try:
-                found.append((int(p.name[len(_PREFIX):]), p))
+                found.append((int(p.name[len(_PREFIX) :]), p))
             except ValueError:
                 continue
     return [p for _, p in sorted(found)]
@@ -140,8 +140,10 @@ def save_checkpoint(
     clash = [k for k in _RESERVED if k in state]
     overlap = sorted(set(state) & set(writers or {}))
     if clash or overlap:
-        raise ValueError(f"state names {clash + overlap} are reserved or used twice "
-                         f"(reserved: {list(_RESERVED)})")
+        raise ValueError(
+            f"state names {clash + overlap} are reserved or used twice "
+            f"(reserved: {list(_RESERVED)})"
+        )
     root = Path(run_dir) / CHECKPOINT_DIR
     root.mkdir(parents=True, exist_ok=True)
     for stale in root.glob(f".tmp-{_PREFIX}*"):  # left by a crash mid-save
@@ -156,8 +158,13 @@ def save_checkpoint(
             sub = tmp / name
             sub.mkdir()
             write(sub)
-        meta = {"format": FORMAT, "step": step, "time": time.time(),
-                "state": sorted(state), "writers": sorted(writers or {})}
+        meta = {
+            "format": FORMAT,
+            "step": step,
+            "time": time.time(),
+            "state": sorted(state),
+            "writers": sorted(writers or {}),
+        }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         _fsync_tree(tmp)
         if final.exists():  # re-saving a step (e.g. after a resume): swap, then drop the old
@@ -199,8 +206,10 @@ def load_checkpoint(
     if not (p / "meta.json").is_file():
         latest = latest_checkpoint(p)
         if latest is None:
-            raise CheckpointError(f"no checkpoint in {str(p)!r} (expected {CHECKPOINT_DIR}/"
-                                  f"{_PREFIX}NNNNNNNN/ with meta.json, or such a folder itself)")
+            raise CheckpointError(
+                f"no checkpoint in {str(p)!r} (expected {CHECKPOINT_DIR}/"
+                f"{_PREFIX}NNNNNNNN/ with meta.json, or such a folder itself)"
+            )
         p = latest
     try:
         meta = json.loads((p / "meta.json").read_text())
@@ -209,8 +218,9 @@ def load_checkpoint(
         raise CheckpointError(f"cannot read checkpoint {str(p)!r}: {e}") from e
     for name, obj in (into or {}).items():
         if name not in state:
-            raise CheckpointError(f"checkpoint {str(p)!r} has no entry {name!r}; it has "
-                                  f"{sorted(state)}")
+            raise CheckpointError(
+                f"checkpoint {str(p)!r} has no entry {name!r}; it has {sorted(state)}"
+            )
         obj.load_state_dict(state[name])
     state["step"] = int(meta["step"])
     state["path"] = p
@@ -252,12 +262,14 @@ def restore_rng_state(state: dict[str, Any]) -> None:
     version, internal, gauss = state["python"]
     random.setstate((version, tuple(internal), gauss))
     n = state["numpy"]
-    np.random.set_state({
-        "bit_generator": n["bit_generator"],
-        "state": {"key": n["key"].numpy().astype(np.uint32), "pos": n["pos"]},
-        "has_gauss": n["has_gauss"],
-        "gauss": n["gauss"],
-    })
+    np.random.set_state(
+        {
+            "bit_generator": n["bit_generator"],
+            "state": {"key": n["key"].numpy().astype(np.uint32), "pos": n["pos"]},
+            "has_gauss": n["has_gauss"],
+            "gauss": n["gauss"],
+        }
+    )
     torch.set_rng_state(state["torch"].cpu())
     cuda = state.get("cuda")
     if cuda is not None and torch.cuda.is_available():

@@ -55,24 +55,35 @@ def _f(default: Any, help: str) -> Any:
 class ModelConfig:
     """The base language model, its LoRA adapters and sampling."""
 
-    name: str | None = _f(None, "Hugging Face id or local path (required: --model); built-ins: "
-                          "tiny-random (tiny random model for smoke runs), smollm2-135m")
+    name: str | None = _f(
+        None,
+        "Hugging Face id or local path (required: --model); built-ins: "
+        "tiny-random (tiny random model for smoke runs), smollm2-135m",
+    )
     dtype: Literal["auto", "float32", "bfloat16"] = _f(
-        "auto", "weights/compute dtype; auto = float32 on CPU, bfloat16 on GPU (no float16: it "
-        "needs loss scaling)")
+        "auto",
+        "weights/compute dtype; auto = float32 on CPU, bfloat16 on GPU (no float16: it "
+        "needs loss scaling)",
+    )
     backend: Literal["transformers", "vllm"] = _f("transformers", "generation backend")
     lora_r: int = _f(8, "LoRA rank")
     lora_alpha: int = _f(16, "LoRA alpha (scale = alpha / r)")
-    lora_dropout: float = _f(0.0, "LoRA dropout (0: dropout makes the PPO ratio differ from 1 "
-                             "on the first pass)")
-    target_modules: list[str] = _f(["q_proj", "k_proj", "v_proj", "o_proj"],
-                                   "module names that get LoRA adapters")
-    critic_shares_base: bool = _f(True, "critics are an adapter + value head on the policy's "
-                                  "base model (False: a separate base model copy)")
+    lora_dropout: float = _f(
+        0.0, "LoRA dropout (0: dropout makes the PPO ratio differ from 1 on the first pass)"
+    )
+    target_modules: list[str] = _f(
+        ["q_proj", "k_proj", "v_proj", "o_proj"], "module names that get LoRA adapters"
+    )
+    critic_shares_base: bool = _f(
+        True,
+        "critics are an adapter + value head on the policy's "
+        "base model (False: a separate base model copy)",
+    )
     max_prompt_tokens: int = _f(2048, "prompt tokens kept (left-truncated) per turn")
     max_new_tokens: int = _f(512, "tokens generated per action")
-    temperature: float = _f(1.0, "sampling temperature in training rollouts (log-probs use the "
-                            "same temperature)")
+    temperature: float = _f(
+        1.0, "sampling temperature in training rollouts (log-probs use the same temperature)"
+    )
     top_p: float = _f(1.0, "nucleus sampling in training rollouts")
     gradient_checkpointing: bool = _f(False, "trade compute for memory in the backward pass")
 
@@ -82,10 +93,13 @@ class AlgoConfig:
     """The learning algorithm: advantages, PPO losses, optimisers."""
 
     method: Literal["marft", "marft_shared", "ippo"] = _f(
-        "marft", "marft: adapter per agent + central critic; marft_shared: one adapter; ippo: "
-        "adapter and own critic per agent")
-    level: Literal["action", "token"] = _f("action", "advantage granularity: a whole response "
-                                           "is one action, or per-token values")
+        "marft",
+        "marft: adapter per agent + central critic; marft_shared: one adapter; ippo: "
+        "adapter and own critic per agent",
+    )
+    level: Literal["action", "token"] = _f(
+        "action", "advantage granularity: a whole response is one action, or per-token values"
+    )
     gamma: float = _f(0.99, "discount between rounds (1 inside a round)")
     lam: float = _f(0.95, "GAE lambda between actions")
     token_gamma: float = _f(1.0, "discount between tokens of one action (token level)")
@@ -94,8 +108,9 @@ class AlgoConfig:
     clip_eps_high: float | None = _f(None, "upper ratio clip (clip-higher); null = clip_eps")
     value_clip_eps: float | None = _f(0.2, "value clip range; null = unclipped value loss")
     ent_coef: float = _f(0.0, "entropy bonus coefficient")
-    kl_coef: float = _f(0.0, "KL-to-reference coefficient (reference = adapters disabled); "
-                        "0 = no reference pass")
+    kl_coef: float = _f(
+        0.0, "KL-to-reference coefficient (reference = adapters disabled); 0 = no reference pass"
+    )
     kl_kind: Literal["k1", "k2", "k3"] = _f("k3", "KL estimator")
     vf_coef: float = _f(0.5, "value loss coefficient")
     normalize_advantages: bool = _f(True, "whiten advantages over real tokens of the batch")
@@ -109,8 +124,9 @@ class AlgoConfig:
     critic_lr: float = _f(5e-5, "critic (adapter + value head) learning rate")
     weight_decay: float = _f(0.0, "AdamW weight decay")
     warmup_steps: int = _f(0, "linear learning-rate warmup, optimiser steps")
-    scheduler: Literal["constant", "linear", "cosine"] = _f("constant", "learning-rate "
-                                                            "schedule after warmup")
+    scheduler: Literal["constant", "linear", "cosine"] = _f(
+        "constant", "learning-rate schedule after warmup"
+    )
 
 
 @dataclass
@@ -119,8 +135,10 @@ class EnvConfig:
 
     id: str | None = _f(None, "registered environment id, e.g. math-3agent (required)")
     num_envs: int = _f(8, "environments stepped together in a rollout")
-    overrides: dict[str, Any] = _f({}, "keyword overrides for marft_envs.make (horizon, "
-                                   "feedback, reward_to, dataset, split, ...)")
+    overrides: dict[str, Any] = _f(
+        {},
+        "keyword overrides for marft_envs.make (horizon, feedback, reward_to, dataset, split, ...)",
+    )
     eval_id: str | None = _f(None, "evaluation environment id; null = env.id on its eval split")
     eval_episodes: int = _f(64, "episodes per evaluation")
     eval_greedy: bool = _f(True, "greedy decoding in evaluation (False: sample)")
@@ -141,9 +159,13 @@ class TrainConfig:
     device: str = _f("auto", "auto, cpu, cuda or cuda:N")
     deterministic: bool = _f(False, "torch deterministic algorithms (slower on GPU)")
     workers: Literal["inprocess", "ray"] = _f(
-        "inprocess", "where the environments step: inprocess (this process) or ray (Ray actors; "
-        "extra 'ray'); see docs/distributed.md")
-    env_workers: int = _f(1, "environment workers (shards of env.num_envs); must be <= env.num_envs")
+        "inprocess",
+        "where the environments step: inprocess (this process) or ray (Ray actors; "
+        "extra 'ray'); see docs/distributed.md",
+    )
+    env_workers: int = _f(
+        1, "environment workers (shards of env.num_envs); must be <= env.num_envs"
+    )
 
 
 SECTIONS: dict[str, type] = {
@@ -192,10 +214,14 @@ class Config:
             (0.0 <= a.token_lam <= 1.0, "algo.token_lam must be in [0, 1]"),
             (a.clip_eps > 0, "algo.clip_eps must be > 0"),
             (a.clip_eps_high is None or a.clip_eps_high > 0, "algo.clip_eps_high must be > 0"),
-            (a.value_clip_eps is None or a.value_clip_eps > 0,
-             "algo.value_clip_eps must be > 0 or null"),
-            (a.ent_coef >= 0 and a.kl_coef >= 0 and a.vf_coef >= 0,
-             "algo.ent_coef, algo.kl_coef and algo.vf_coef must be >= 0"),
+            (
+                a.value_clip_eps is None or a.value_clip_eps > 0,
+                "algo.value_clip_eps must be > 0 or null",
+            ),
+            (
+                a.ent_coef >= 0 and a.kl_coef >= 0 and a.vf_coef >= 0,
+                "algo.ent_coef, algo.kl_coef and algo.vf_coef must be >= 0",
+            ),
             (a.ppo_epochs >= 1, "algo.ppo_epochs must be >= 1"),
             (a.minibatch_size >= 1, "algo.minibatch_size must be >= 1"),
             (a.grad_accum >= 1, "algo.grad_accum must be >= 1"),
@@ -204,25 +230,35 @@ class Config:
             (a.lr > 0 and a.critic_lr > 0, "algo.lr and algo.critic_lr must be > 0"),
             (a.warmup_steps >= 0, "algo.warmup_steps must be >= 0"),
             (m.lora_r >= 1, "model.lora_r must be >= 1"),
-            (not {"lm_head", "embed_tokens"} & set(m.target_modules),
-             "model.target_modules must not name lm_head or embed_tokens: log-probabilities are "
-             "projected with the base model's output embedding, so a LoRA there would not train"),
+            (
+                not {"lm_head", "embed_tokens"} & set(m.target_modules),
+                "model.target_modules must not name lm_head or embed_tokens: log-probabilities are "
+                "projected with the base model's output embedding, so a LoRA there would not train",
+            ),
             (0.0 <= m.lora_dropout < 1.0, "model.lora_dropout must be in [0, 1)"),
-            (m.max_new_tokens >= 1 and m.max_prompt_tokens >= 1,
-             "model.max_new_tokens and model.max_prompt_tokens must be >= 1"),
+            (
+                m.max_new_tokens >= 1 and m.max_prompt_tokens >= 1,
+                "model.max_new_tokens and model.max_prompt_tokens must be >= 1",
+            ),
             (m.temperature > 0, "model.temperature must be > 0 (greedy is env.eval_greedy)"),
             (0.0 < m.top_p <= 1.0, "model.top_p must be in (0, 1]"),
             (self.env.num_envs >= 1, "env.num_envs must be >= 1"),
             (self.env.eval_episodes >= 0, "env.eval_episodes must be >= 0"),
             (t.iterations >= 0, "train.iterations must be >= 0"),
             (t.episodes_per_iteration >= 1, "train.episodes_per_iteration must be >= 1"),
-            (t.eval_every >= 0 and t.checkpoint_every >= 0,
-             "train.eval_every and train.checkpoint_every must be >= 0"),
+            (
+                t.eval_every >= 0 and t.checkpoint_every >= 0,
+                "train.eval_every and train.checkpoint_every must be >= 0",
+            ),
             (t.keep_checkpoints >= 1, "train.keep_checkpoints must be >= 1"),
             (t.env_workers >= 1, "train.env_workers must be >= 1"),
-            (t.env_workers <= self.env.num_envs,
-             (f"train.env_workers={t.env_workers} exceeds env.num_envs={self.env.num_envs}: each "
-              "worker needs at least one environment")),
+            (
+                t.env_workers <= self.env.num_envs,
+                (
+                    f"train.env_workers={t.env_workers} exceeds env.num_envs={self.env.num_envs}: each "
+                    "worker needs at least one environment"
+                ),
+            ),
         ]
         for ok, message in checks:
             if not ok:
@@ -267,11 +303,16 @@ def _resolve_key(key: str) -> tuple[str, str, list[str]]:
             raise ConfigError(f"config key {key!r} names a section; use {key}.<field>")
         section, name, rest = parts[0], parts[1], parts[2:]
     else:
-        owners = [s for s, cls in SECTIONS.items()
-                  if parts[0] in {f.name for f in dataclasses.fields(cls)}]
+        owners = [
+            s
+            for s, cls in SECTIONS.items()
+            if parts[0] in {f.name for f in dataclasses.fields(cls)}
+        ]
         if len(owners) > 1:
-            raise ConfigError(f"config key {key!r} is ambiguous: use one of "
-                              + ", ".join(f"{s}.{key}" for s in owners))
+            raise ConfigError(
+                f"config key {key!r} is ambiguous: use one of "
+                + ", ".join(f"{s}.{key}" for s in owners)
+            )
         if not owners:
             raise ConfigError(f"unknown config key {key!r}; {_suggest(key)}")
         section, name, rest = owners[0], parts[0], parts[1:]
@@ -289,8 +330,9 @@ def _type_name(tp: Any) -> str:
     if origin is Literal:
         return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
     if origin in (typing.Union, types.UnionType):
-        return " or ".join("null" if a is type(None) else _type_name(a)
-                           for a in typing.get_args(tp))
+        return " or ".join(
+            "null" if a is type(None) else _type_name(a) for a in typing.get_args(tp)
+        )
     if origin is list:
         return f"list of {_type_name(typing.get_args(tp)[0])}"
     if origin is dict:
@@ -302,8 +344,9 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
     """Convert ``value`` to type ``tp`` or raise naming ``key`` and the expected type."""
 
     def fail() -> ConfigError:
-        return ConfigError(f"{key}: expected {_type_name(tp)}, got {value!r} "
-                           f"({type(value).__name__})")
+        return ConfigError(
+            f"{key}: expected {_type_name(tp)}, got {value!r} ({type(value).__name__})"
+        )
 
     origin = typing.get_origin(tp)
     if origin in (typing.Union, types.UnionType):
@@ -324,8 +367,9 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
         choices = typing.get_args(tp)
         if value in choices:
             return value
-        raise ConfigError(f"{key}: {value!r} is not valid; choose one of "
-                          + ", ".join(repr(c) for c in choices))
+        raise ConfigError(
+            f"{key}: {value!r} is not valid; choose one of " + ", ".join(repr(c) for c in choices)
+        )
     if origin is list:
         (item,) = typing.get_args(tp)
         if isinstance(value, str):  # "a,b,c" from the command line
@@ -387,8 +431,10 @@ def _set(cfg: Config, key: str, value: Any) -> None:
         mapping[rest[-1]] = value
         return
     if dotted == "model.dtype" and str(value).lower() in ("float16", "fp16", "half"):
-        raise ConfigError("model.dtype: float16 is not supported: it needs loss scaling to train "
-                          "without NaN; use float32 (CPU) or bfloat16 (GPU), or auto")
+        raise ConfigError(
+            "model.dtype: float16 is not supported: it needs loss scaling to train "
+            "without NaN; use float32 (CPU) or bfloat16 (GPU), or auto"
+        )
     setattr(obj, name, _coerce(dotted, value, _hints(type(obj))[name]))
 
 
@@ -397,14 +443,17 @@ def _merge(cfg: Config, data: Any, source: str) -> None:
     if data is None:
         return
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a mapping of sections {list(SECTIONS)}, "
-                          f"got {type(data).__name__}")
+        raise ConfigError(
+            f"{source}: expected a mapping of sections {list(SECTIONS)}, got {type(data).__name__}"
+        )
     for section, values in data.items():
         if section not in SECTIONS:  # a section typo is matched against sections, not fields
             close = difflib.get_close_matches(str(section), list(SECTIONS), n=1, cutoff=0.5)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ConfigError(f"{source}: unknown config section {section!r}; {hint}"
-                              f"valid sections: {', '.join(SECTIONS)}")
+            raise ConfigError(
+                f"{source}: unknown config section {section!r}; {hint}"
+                f"valid sections: {', '.join(SECTIONS)}"
+            )
         if values is None:
             continue
         if not isinstance(values, dict):

@@ -48,10 +48,14 @@ class Critics:
 
     def __init__(self, model: AdapterModel, names: Sequence[str], kind: str):
         if kind not in (CENTRALIZED, OWN_OBSERVATION):
-            raise ValueError(f"unknown critic kind {kind!r}; valid: {CENTRALIZED!r}, {OWN_OBSERVATION!r}")
+            raise ValueError(
+                f"unknown critic kind {kind!r}; valid: {CENTRALIZED!r}, {OWN_OBSERVATION!r}"
+            )
         missing = [n for n in names if n not in model.adapters]
         if missing:
-            raise ValueError(f"critic adapters {missing} are not on the model (have {model.adapters})")
+            raise ValueError(
+                f"critic adapters {missing} are not on the model (have {model.adapters})"
+            )
         self.model = model
         self.kind = kind
         self.names = list(names)

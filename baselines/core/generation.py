@@ -45,12 +45,14 @@ class Generation:
 class Generator(Protocol):
     """Anything that can answer conversations under a named adapter (``None``: bare base)."""
 
-    def generate(self, adapter: str | None, conversations: Sequence[Messages],
-                 sampling: SamplingSpec) -> Generation: ...
+    def generate(
+        self, adapter: str | None, conversations: Sequence[Messages], sampling: SamplingSpec
+    ) -> Generation: ...
 
 
-def render_prompts(tokenizer, conversations: Sequence[Messages], max_prompt_tokens: int | None = None
-                   ) -> list[list[int]]:
+def render_prompts(
+    tokenizer, conversations: Sequence[Messages], max_prompt_tokens: int | None = None
+) -> list[list[int]]:
     """Chat-template each conversation (with the assistant generation prompt) into token ids.
 
     Prompts longer than ``max_prompt_tokens`` keep their last tokens (the most recent context),
@@ -73,8 +75,8 @@ def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, 
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, r in enumerate(rows):
         if r:
-            ids[i, width - len(r):] = torch.tensor(list(r), dtype=torch.long)
-            mask[i, width - len(r):] = 1
+            ids[i, width - len(r) :] = torch.tensor(list(r), dtype=torch.long)
+            mask[i, width - len(r) :] = 1
     return ids, mask
 
 
@@ -126,12 +128,15 @@ class HFGenerator:
         ids = {eos} | (set(extra) if isinstance(extra, (list, tuple)) else {extra})
         self.stop_ids = sorted(i for i in ids if i is not None)
 
-    def generate(self, adapter: str | None, conversations: Sequence[Messages],
-                 sampling: SamplingSpec) -> Generation:
+    def generate(
+        self, adapter: str | None, conversations: Sequence[Messages], sampling: SamplingSpec
+    ) -> Generation:
         prompts = render_prompts(self.tokenizer, conversations, self.max_prompt_tokens)
         result = Generation([], [], [], [], [])
         for start in range(0, len(prompts), self.batch_size):
-            self._generate_chunk(adapter, prompts[start:start + self.batch_size], sampling, result)
+            self._generate_chunk(
+                adapter, prompts[start : start + self.batch_size], sampling, result
+            )
         return result
 
     @torch.no_grad()
@@ -139,7 +144,9 @@ class HFGenerator:
         pad = self.tokenizer.pad_token_id
         ids, mask = left_pad(prompts, pad)
         kwargs = dict(
-            max_new_tokens=sampling.max_new_tokens, pad_token_id=pad, eos_token_id=self.stop_ids,
+            max_new_tokens=sampling.max_new_tokens,
+            pad_token_id=pad,
+            eos_token_id=self.stop_ids,
             do_sample=not sampling.greedy,
         )
         if not sampling.greedy:
@@ -157,13 +164,17 @@ class HFGenerator:
         try:
             if adapter is None:
                 with self.model.reference():
-                    out = peft.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs)
+                    out = peft.generate(
+                        input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs
+                    )
             else:
                 with self.model.using(adapter):
-                    out = peft.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs)
+                    out = peft.generate(
+                        input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs
+                    )
         finally:
             peft.train(was_training)
-        new_ids = out[:, ids.shape[1]:]
+        new_ids = out[:, ids.shape[1] :]
         logprobs = recorder.finish(new_ids)
         new = new_ids.tolist()
         stops = set(self.stop_ids)

@@ -51,8 +51,9 @@ def _number(key: str, value: Any) -> float:
     try:
         return float(value)  # ints, bools, numpy and 0-d torch scalars
     except (TypeError, ValueError):
-        raise TypeError(f"metric {key!r} must be a number, got {type(value).__name__}: "
-                        f"{value!r:.60}") from None
+        raise TypeError(
+            f"metric {key!r} must be a number, got {type(value).__name__}: {value!r:.60}"
+        ) from None
 
 
 def _fmt(value: float) -> str:
@@ -70,15 +71,22 @@ class ProgressBar:
     fields shown after the bar (``reward=0.5``). Disabled bars do nothing.
     """
 
-    def __init__(self, console: Console, total: int | None, description: str,
-                 enabled: bool = True) -> None:
+    def __init__(
+        self, console: Console, total: int | None, description: str, enabled: bool = True
+    ) -> None:
         self.enabled = enabled
         self._fields: dict[str, str] = {}
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("<"), TimeRemainingColumn(),
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("<"),
+            TimeRemainingColumn(),
             TextColumn("{task.fields[info]}"),
-            console=console, disable=not enabled, transient=False,
+            console=console,
+            disable=not enabled,
+            transient=False,
         )
         self._task = self._progress.add_task(description, total=total, info="")
 
@@ -143,8 +151,7 @@ class MetricsLogger:
             from torch.utils.tensorboard import SummaryWriter  # slow import: only when asked
 
             purge = None if resume_step is None else resume_step + 1
-            self._tb = SummaryWriter(log_dir=str(self.out_dir / TENSORBOARD_DIR),
-                                     purge_step=purge)
+            self._tb = SummaryWriter(log_dir=str(self.out_dir / TENSORBOARD_DIR), purge_step=purge)
 
     def log(self, step: int, metrics: Mapping[str, Any]) -> None:
         """Record ``metrics`` (numbers: floats, ints, 0-d tensors) at ``step``."""
@@ -172,8 +179,10 @@ class MetricsLogger:
             else:  # a bare key has no group heading
                 groups[""].append(f"{head}={_fmt(v)}")
         parts = [f"[bold]step {step}[/bold]"]
-        parts += [(f"[cyan]{escape(g)}[/cyan] " if g else "") + escape(" ".join(items))
-                  for g, items in groups.items()]
+        parts += [
+            (f"[cyan]{escape(g)}[/cyan] " if g else "") + escape(" ".join(items))
+            for g, items in groups.items()
+        ]
         return " | ".join(parts)
 
     def progress(self, total: int | None, description: str = "") -> ProgressBar:
@@ -292,12 +301,15 @@ def plot_learning_curves(
         panel, label = _panel_of(key)
         panels[panel].append((label, key))
     if not panels:
-        raise ValueError(f"no metrics to plot in {jsonl_path}"
-                         + (f" matching {keys}" if keys else ""))
+        raise ValueError(
+            f"no metrics to plot in {jsonl_path}" + (f" matching {keys}" if keys else "")
+        )
     plt, fig, axes = _figure(len(panels))
     for ax, (panel, lines) in zip(axes, panels.items()):
         for label, key in lines:
-            ax.plot(*_series(rows, key), label=label or None, marker="." if len(rows) < 30 else None)
+            ax.plot(
+                *_series(rows, key), label=label or None, marker="." if len(rows) < 30 else None
+            )
         ax.set_title(panel, fontsize=10)
         ax.set_xlabel("step")
         ax.grid(alpha=0.3)

@@ -243,7 +243,9 @@ def hub_unreachable(timeout: float = 3.0) -> str | None:
     try:
         socket.create_connection((url.hostname or "", port), timeout=timeout).close()
     except OSError as exc:
-        return f"the Hugging Face Hub at {endpoint} is unreachable ({exc.__class__.__name__}: {exc})"
+        return (
+            f"the Hugging Face Hub at {endpoint} is unreachable ({exc.__class__.__name__}: {exc})"
+        )
     return None
 
 
@@ -278,7 +280,9 @@ def load_base(name_or_path: str, dtype: str = "float32", device: str = "cpu", se
         from transformers import AutoModelForCausalLM
 
         local = Path(name_or_path).expanduser()
-        if not local.exists() and (name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") != 1):
+        if not local.exists() and (
+            name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") != 1
+        ):
             raise ModelNotFoundError(
                 f"model {name_or_path!r} not found: not a built-in name {list(BUILTIN_MODELS)}, "
                 "not an existing local directory, and not a Hugging Face id of the form 'org/name'"
@@ -290,7 +294,8 @@ def load_base(name_or_path: str, dtype: str = "float32", device: str = "cpu", se
                 raise ModelNotFoundError(
                     f"model {name_or_path!r} is not in the local Hugging Face cache and {reason}; "
                     "download it where the Hub is reachable (or set HF_ENDPOINT to a mirror), or "
-                    f"give a local directory or a built-in name {list(BUILTIN_MODELS)}")
+                    f"give a local directory or a built-in name {list(BUILTIN_MODELS)}"
+                )
         elif not local.exists() and hub_unreachable() is not None:
             offline = {"local_files_only": True}  # cached: use the cache without retrying the Hub
         try:
@@ -331,8 +336,18 @@ class PackedBatch:
     mask: torch.Tensor  # [B, A] bool
 
     def to(self, device: str | torch.device) -> PackedBatch:
-        return PackedBatch(*(t.to(device) for t in (self.input_ids, self.attention_mask,
-                                                       self.positions, self.targets, self.mask)))
+        return PackedBatch(
+            *(
+                t.to(device)
+                for t in (
+                    self.input_ids,
+                    self.attention_mask,
+                    self.positions,
+                    self.targets,
+                    self.mask,
+                )
+            )
+        )
 
 
 def pack_sequences(
@@ -374,7 +389,10 @@ def gather_hidden(hidden: torch.Tensor, positions: torch.Tensor) -> torch.Tensor
 
 
 def _chunk_logprobs(
-    hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    targets: torch.Tensor,
     temperature: float,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     logits = nn.functional.linear(hidden, weight, bias).float()
@@ -406,7 +424,9 @@ def logprobs_from_hidden(
     for start in range(0, hidden.shape[0], chunk_size):
         h, t = hidden[start : start + chunk_size], targets[start : start + chunk_size]
         if torch.is_grad_enabled() and (h.requires_grad or weight.requires_grad):
-            lp, ent = checkpoint(_chunk_logprobs, h, weight, bias, t, temperature, use_reentrant=False)
+            lp, ent = checkpoint(
+                _chunk_logprobs, h, weight, bias, t, temperature, use_reentrant=False
+            )
         else:
             lp, ent = _chunk_logprobs(h, weight, bias, t, temperature)
         logps.append(lp)
@@ -452,8 +472,12 @@ class AdapterModel:
 
         def config():
             return LoraConfig(
-                r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-                target_modules=lora.target_modules, bias="none", task_type="CAUSAL_LM",
+                r=lora.r,
+                lora_alpha=lora.alpha,
+                lora_dropout=lora.dropout,
+                target_modules=lora.target_modules,
+                bias="none",
+                task_type="CAUSAL_LM",
             )
 
         for p in base.parameters():
@@ -461,7 +485,9 @@ class AdapterModel:
         with warnings.catch_warnings():
             # peft reads transformers' deprecated `is_gradient_checkpointing`: a FutureWarning
             # on every run that the user can do nothing about
-            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing", category=FutureWarning)
+            warnings.filterwarnings(
+                "ignore", message=".*is_gradient_checkpointing", category=FutureWarning
+            )
             self.peft = get_peft_model(base, config(), adapter_name=self.adapters[0])
         for name in self.adapters[1:]:
             self.peft.add_adapter(name, config())
@@ -479,7 +505,9 @@ class AdapterModel:
         marker = f".{name}."
         params = [p for n, p in self.peft.named_parameters() if "lora_" in n and marker in n + "."]
         if not params:
-            raise ValueError(f"adapter {name!r} has no LoRA parameters (target modules matched nothing?)")
+            raise ValueError(
+                f"adapter {name!r} has no LoRA parameters (target modules matched nothing?)"
+            )
         return params
 
     @property
@@ -573,7 +601,9 @@ class AdapterModel:
         hidden = self.hidden_states(batch.input_ids, batch.attention_mask)
         picked = gather_hidden(hidden, batch.positions)[batch.mask]
         lm_head = self.peft.get_base_model().get_output_embeddings()
-        lp, ent = logprobs_from_hidden(picked, lm_head, batch.targets[batch.mask], temperature, chunk_size)
+        lp, ent = logprobs_from_hidden(
+            picked, lm_head, batch.targets[batch.mask], temperature, chunk_size
+        )
         logps = torch.zeros(batch.mask.shape, dtype=torch.float32, device=lp.device)
         ents = torch.zeros_like(logps)
         logps = logps.masked_scatter(batch.mask, lp)

@@ -95,9 +95,13 @@ def _batch_for(venv, wanted: dict[int, int | None]) -> Batch | None:
         if len(keep) == len(batch.env_indices):
             return batch
         if keep:
-            return Batch(batch.agent, [batch.env_indices[k] for k in keep],
-                         [batch.observations[k] for k in keep], [batch.messages[k] for k in keep],
-                         [batch.states[k] for k in keep])
+            return Batch(
+                batch.agent,
+                [batch.env_indices[k] for k in keep],
+                [batch.observations[k] for k in keep],
+                [batch.messages[k] for k in keep],
+                [batch.states[k] for k in keep],
+            )
     return None
 
 
@@ -132,8 +136,10 @@ def collect(
     if plan is not None:
         plan = list(plan)
         if num_episodes is not None and num_episodes != len(plan):
-            raise ValueError(f"num_episodes={num_episodes} but the plan has {len(plan)} episodes; "
-                             "pass num_episodes=None with a plan")
+            raise ValueError(
+                f"num_episodes={num_episodes} but the plan has {len(plan)} episodes; "
+                "pass num_episodes=None with a plan"
+            )
         venv.reset(plan=plan)
         target = len(plan)
     elif num_episodes is None or seed is None:
@@ -156,16 +162,24 @@ def collect(
         t0 = time.perf_counter()
         batch = _batch_for(venv, wanted)
         if batch is None:
-            raise RolloutError(f"{target - len(done)} wanted episode(s) are unfinished but no "
-                               "environment playing one waits on an agent")
+            raise RolloutError(
+                f"{target - len(done)} wanted episode(s) are unfinished but no "
+                "environment playing one waits on an agent"
+            )
         t1 = time.perf_counter()
         out = generator.generate(adapter_for(batch.agent), batch.messages, sampling)
         t2 = time.perf_counter()
         truncated = out.truncated or [False] * len(out.texts)
         for k, env_index in enumerate(batch.env_indices):
             pending[env_index].append(
-                (batch.agent, out.prompt_ids[k], out.action_ids[k], out.texts[k], truncated[k],
-                 out.logprobs[k] if out.logprobs else [])
+                (
+                    batch.agent,
+                    out.prompt_ids[k],
+                    out.action_ids[k],
+                    out.texts[k],
+                    truncated[k],
+                    out.logprobs[k] if out.logprobs else [],
+                )
             )
         finished = venv.step(batch, out.texts)
         t3 = time.perf_counter()
@@ -176,8 +190,10 @@ def collect(
         for episode in finished:
             env_index = episode.env_index
             if env_index not in pending:
-                raise RolloutError(f"a finished episode of task {episode.task_id!r} names environment "
-                                   f"{env_index!r}; valid: 0..{venv.num_envs - 1}")
+                raise RolloutError(
+                    f"a finished episode of task {episode.task_id!r} names environment "
+                    f"{env_index!r}; valid: 0..{venv.num_envs - 1}"
+                )
             played = pending[env_index]
             _check_matches(episode, played)
             order = wanted[env_index] if plan is None else len(done)
@@ -187,12 +203,27 @@ def collect(
                 wanted[env_index] = next_start if next_start < target else None
                 next_start += 1
     done.sort(key=lambda d: d[0])
-    return _assemble(done, drop_infra_errors=plan is None, target=target, gen_s=gen_s,
-                     env_s=env_s, calls=calls, sizes=sizes)
+    return _assemble(
+        done,
+        drop_infra_errors=plan is None,
+        target=target,
+        gen_s=gen_s,
+        env_s=env_s,
+        calls=calls,
+        sizes=sizes,
+    )
 
 
-def _assemble(done, *, drop_infra_errors: bool, target: int, gen_s: float, env_s: float,
-              calls: int, sizes: int) -> Rollout:
+def _assemble(
+    done,
+    *,
+    drop_infra_errors: bool,
+    target: int,
+    gen_s: float,
+    env_s: float,
+    calls: int,
+    sizes: int,
+) -> Rollout:
     """The :class:`Rollout` of ``(order, episode, played turns)`` records in order."""
     episodes: list[Episode] = []
     turns: list[list[TurnSample]] = []
@@ -202,21 +233,41 @@ def _assemble(done, *, drop_infra_errors: bool, target: int, gen_s: float, env_s
             continue
         e = len(episodes)
         episodes.append(episode)
-        turns.append([
-            TurnSample(e, i, t.agent, t.role, t.round, p[1], p[2], p[3], t.state, float(t.reward),
-                       p[4], p[5])
-            for i, (t, p) in enumerate(zip(episode.turns, played))
-        ])
+        turns.append(
+            [
+                TurnSample(
+                    e,
+                    i,
+                    t.agent,
+                    t.role,
+                    t.round,
+                    p[1],
+                    p[2],
+                    p[3],
+                    t.state,
+                    float(t.reward),
+                    p[4],
+                    p[5],
+                )
+                for i, (t, p) in enumerate(zip(episode.turns, played))
+            ]
+        )
     if drop_infra_errors and not episodes:
-        reason = next((v.get("reason") for v in reversed(infra[0].verdicts)
-                       if v.get("infra_error")), "")
+        reason = next(
+            (v.get("reason") for v in reversed(infra[0].verdicts) if v.get("infra_error")), ""
+        )
         raise InfraErrorRollout(
             f"all {target} episodes ended in an infrastructure error (first: task "
             f"{infra[0].task_id!r}, {reason!r}): the verifier or sandbox is not working, so there "
-            "is nothing to train on; check it (e.g. `marft-envs play ID`) before training")
+            "is nothing to train on; check it (e.g. `marft-envs play ID`) before training"
+        )
     flat = [t for ep in turns for t in ep]
-    stats = {"episodes": float(len(episodes)), "infra_errors": float(len(infra)),
-             "generate_calls": float(calls),
-             "mean_batch_size": sizes / max(1, calls), "turns": float(len(flat)),
-             "truncated_turns": float(sum(t.truncated for t in flat))}
+    stats = {
+        "episodes": float(len(episodes)),
+        "infra_errors": float(len(infra)),
+        "generate_calls": float(calls),
+        "mean_batch_size": sizes / max(1, calls),
+        "turns": float(len(flat)),
+        "truncated_turns": float(sum(t.truncated for t in flat)),
+    }
     return Rollout(episodes, turns, gen_s, env_s, stats)

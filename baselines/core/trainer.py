@@ -57,6 +57,8 @@ class EvalSet:
     seeds: list[int]
     size: int
     plan: list[tuple[int, str]]
+
+
 LOGPROB_CHUNK = 1024
 
 
@@ -114,7 +116,7 @@ def env_overrides(cfg: Config, for_eval: bool) -> tuple[str, dict[str, Any]]:
 def _minibatches(indices: Sequence[int], size: int, generator: torch.Generator) -> list[list[int]]:
     order = torch.randperm(len(indices), generator=generator).tolist()
     shuffled = [indices[i] for i in order]
-    return [shuffled[i:i + size] for i in range(0, len(shuffled), size)]
+    return [shuffled[i : i + size] for i in range(0, len(shuffled), size)]
 
 
 def _pad(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
@@ -171,18 +173,34 @@ class Trainer:
         self._eval_sets: dict[tuple[int, int], EvalSet] = {}
 
         if base is None and cfg.model.name is None:
-            raise ConfigError("model.name is required (--model): a Hugging Face id, a local path, "
-                              "or a built-in such as tiny-random")
-        model, tokenizer = base if base is not None else load_base(
-            cfg.model.name, resolve_dtype(cfg.model.dtype, self.device), self.device, cfg.train.seed)
+            raise ConfigError(
+                "model.name is required (--model): a Hugging Face id, a local path, "
+                "or a built-in such as tiny-random"
+            )
+        model, tokenizer = (
+            base
+            if base is not None
+            else load_base(
+                cfg.model.name,
+                resolve_dtype(cfg.model.dtype, self.device),
+                self.device,
+                cfg.train.seed,
+            )
+        )
         model.to(self.device)
         if cfg.model.gradient_checkpointing:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False}
+            )
             model.enable_input_require_grads()
         self.policy_names = self.method.policy_adapters(self.agents)
         self.critic_names = self.method.critic_names(self.agents)
-        lora = LoraSpec(cfg.model.lora_r, cfg.model.lora_alpha, cfg.model.lora_dropout,
-                        list(cfg.model.target_modules))
+        lora = LoraSpec(
+            cfg.model.lora_r,
+            cfg.model.lora_alpha,
+            cfg.model.lora_dropout,
+            list(cfg.model.target_modules),
+        )
         if cfg.model.critic_shares_base:
             self.model = AdapterModel(model, tokenizer, self.policy_names + self.critic_names, lora)
             self.critic_model = self.model
@@ -195,20 +213,29 @@ class Trainer:
         if cfg.model.backend == "vllm":
             from ..distributed.vllm_generator import VLLMGenerator
 
-            self.generator = VLLMGenerator.build(self.model, self.out_dir / "vllm", adapters=self.policy_names,
-                                                 max_prompt_tokens=cfg.model.max_prompt_tokens)
+            self.generator = VLLMGenerator.build(
+                self.model,
+                self.out_dir / "vllm",
+                adapters=self.policy_names,
+                max_prompt_tokens=cfg.model.max_prompt_tokens,
+            )
         else:
-            self.generator = HFGenerator(self.model, batch_size=max(cfg.env.num_envs, 1),
-                                         max_prompt_tokens=cfg.model.max_prompt_tokens)
+            self.generator = HFGenerator(
+                self.model,
+                batch_size=max(cfg.env.num_envs, 1),
+                max_prompt_tokens=cfg.model.max_prompt_tokens,
+            )
 
         a = cfg.algo
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
         for name in self.policy_names:
             self.optimizers[f"policy/{name}"] = torch.optim.AdamW(
-                self.model.parameters(name), lr=a.lr, weight_decay=a.weight_decay)
+                self.model.parameters(name), lr=a.lr, weight_decay=a.weight_decay
+            )
         for name in self.critic_names:
             self.optimizers[f"critic/{name}"] = torch.optim.AdamW(
-                self.critics.parameters(name), lr=a.critic_lr, weight_decay=a.weight_decay)
+                self.critics.parameters(name), lr=a.critic_lr, weight_decay=a.weight_decay
+            )
         per_step = a.minibatch_size * a.grad_accum
         turns = cfg.train.episodes_per_iteration * len(self.agents)
         total = cfg.train.iterations * a.ppo_epochs * max(1, math.ceil(turns / per_step))
@@ -231,7 +258,9 @@ class Trainer:
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=t.iterations, initial=self.iteration, desc=f"{self.method.name}", unit="it")
+            bar = tqdm(
+                total=t.iterations, initial=self.iteration, desc=f"{self.method.name}", unit="it"
+            )
         while self.iteration < t.iterations:
             metrics = self.step()
             self._log(self.iteration, metrics)
@@ -239,14 +268,22 @@ class Trainer:
                 bar.update(1)
                 bar.set_postfix(score=f"{metrics['train/score']:.3f}")
             done = self.iteration >= t.iterations
-            if t.eval_every and self.iteration % t.eval_every == 0 and not done and self.cfg.env.eval_episodes:
+            if (
+                t.eval_every
+                and self.iteration % t.eval_every == 0
+                and not done
+                and self.cfg.env.eval_episodes
+            ):
                 self._log(self.iteration, self.evaluate(prefix="eval"))
             if t.checkpoint_every and self.iteration % t.checkpoint_every == 0 and not done:
                 self.save()
         if bar is not None:
             bar.close()
-        if self.cfg.env.eval_episodes > 0 and t.iterations > 0 and not any(
-                h["step"] == self.iteration and "eval/score" in h for h in self.history):
+        if (
+            self.cfg.env.eval_episodes > 0
+            and t.iterations > 0
+            and not any(h["step"] == self.iteration and "eval/score" in h for h in self.history)
+        ):
             self._log(self.iteration, self.evaluate(prefix="eval"))
         self.save()
         return self.history
@@ -257,10 +294,18 @@ class Trainer:
         it = self.iteration
         t_start = time.perf_counter()
         self._set_training(False)
-        sampling = SamplingSpec(cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=False)
+        sampling = SamplingSpec(
+            cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=False
+        )
         # infrastructure-error episodes are dropped (and counted) by collect, never trained on
-        rollout = collect(self.venv, self.generator, self.method.policy_adapter,
-                          cfg.train.episodes_per_iteration, sampling, seed=self.data_seed(it))
+        rollout = collect(
+            self.venv,
+            self.generator,
+            self.method.policy_adapter,
+            cfg.train.episodes_per_iteration,
+            sampling,
+            seed=self.data_seed(it),
+        )
         samples = rollout.flat()
         t_scored = time.perf_counter()
         old_logp, ref_logp = self._score_policy(samples)
@@ -269,13 +314,21 @@ class Trainer:
         bootstrap = self._bootstrap_values(rollout)
         t_model = time.perf_counter() - t_scored
         adv, ret = compute_advantages(
-            rollout, old_values, sequential=self.method.sequential, token_level=a.level == "token",
-            gamma=a.gamma, lam=a.lam, token_gamma=a.token_gamma, token_lam=a.token_lam,
-            bootstrap=bootstrap)
+            rollout,
+            old_values,
+            sequential=self.method.sequential,
+            token_level=a.level == "token",
+            gamma=a.gamma,
+            lam=a.lam,
+            token_gamma=a.token_gamma,
+            token_lam=a.token_lam,
+            bootstrap=bootstrap,
+        )
         keys = [(s.episode, s.index) for s in samples]
         metrics = self._rollout_metrics(rollout, samples)
         metrics.update(
-            self._scoring_metrics(rollout, samples, old_logp, ref_logp, adv, old_values, ret))
+            self._scoring_metrics(rollout, samples, old_logp, ref_logp, adv, old_values, ret)
+        )
         if a.normalize_advantages:
             adv = whiten(adv, keys)
         for k in keys:
@@ -291,11 +344,15 @@ class Trainer:
         self.sync_generator()
         t_model += time.perf_counter() - t_update
         total = time.perf_counter() - t_start
-        metrics.update({
-            "time/iteration": total, "time/generate": rollout.generate_seconds,
-            "time/model": t_model, "time/env": rollout.env_seconds,
-            "time/other_fraction": max(0.0, total - rollout.generate_seconds - t_model) / total,
-        })
+        metrics.update(
+            {
+                "time/iteration": total,
+                "time/generate": rollout.generate_seconds,
+                "time/model": t_model,
+                "time/env": rollout.env_seconds,
+                "time/other_fraction": max(0.0, total - rollout.generate_seconds - t_model) / total,
+            }
+        )
         self.iteration += 1
         return metrics
 
@@ -323,8 +380,9 @@ class Trainer:
         return [self.agents[(iteration // self.cfg.algo.rotate_every) % len(self.agents)]]
 
     @torch.no_grad()
-    def evaluate(self, episodes: int | None = None, greedy: bool | None = None,
-                 prefix: str = "eval") -> dict[str, float]:
+    def evaluate(
+        self, episodes: int | None = None, greedy: bool | None = None, prefix: str = "eval"
+    ) -> dict[str, float]:
         """Play ``env.eval_episodes`` evaluation episodes; metrics ``<prefix>/score`` etc.
         (:func:`eval_metrics`: infrastructure errors are counted, not scored).
 
@@ -350,8 +408,9 @@ class Trainer:
         return self._eval_sets[(n, seed)]
 
     @torch.no_grad()
-    def play_eval(self, episodes: int | None = None, greedy: bool | None = None,
-                  seed: int = EVAL_SEED):
+    def play_eval(
+        self, episodes: int | None = None, greedy: bool | None = None, seed: int = EVAL_SEED
+    ):
         """The evaluation episodes themselves (``marft_envs.Episode`` records): exactly the
         plan of :meth:`eval_set`, each ``(seed, task)`` once, in finishing order."""
         cfg = self.cfg
@@ -359,13 +418,21 @@ class Trainer:
         spec = self.eval_set(episodes, seed)
         if self._eval_venv is None:
             self._eval_venv = self._make_envs(spec.env_id, seed, spec.overrides)
-        sampling = SamplingSpec(cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=greedy)
+        sampling = SamplingSpec(
+            cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=greedy
+        )
         was_training = self.model.peft.training
         self.model.peft.eval()
         with torch.random.fork_rng(devices=[self.device] if self.device.startswith("cuda") else []):
             torch.manual_seed(seed)
-            rollout = collect(self._eval_venv, self.generator, self.method.policy_adapter, None, sampling,
-                              plan=spec.plan)
+            rollout = collect(
+                self._eval_venv,
+                self.generator,
+                self.method.policy_adapter,
+                None,
+                sampling,
+                plan=spec.plan,
+            )
         self.model.peft.train(was_training)
         return rollout.episodes
 
@@ -387,7 +454,10 @@ class Trainer:
             "schedulers": {k: s.state_dict() for k, s in self.schedulers.items()},
             "rng": capture_rng_state(),
             "iteration": self.iteration,
-            "data_position": {"iteration": self.iteration, "next_seed": self.data_seed(self.iteration)},
+            "data_position": {
+                "iteration": self.iteration,
+                "next_seed": self.data_seed(self.iteration),
+            },
             "history": self.history,
             "config": self.cfg.to_dict(),
         }
@@ -395,10 +465,15 @@ class Trainer:
     def save(self) -> Path:
         """Checkpoint everything needed to resume (plus peft-format adapters for reuse)."""
         return save_checkpoint(
-            self.out_dir, step=self.iteration, state=self.state(),
-            writers={("peft" if i == 0 else "peft_critic"): m.peft.save_pretrained
-                     for i, m in enumerate(self.adapter_models())},
-            keep_last=self.cfg.train.keep_checkpoints)
+            self.out_dir,
+            step=self.iteration,
+            state=self.state(),
+            writers={
+                ("peft" if i == 0 else "peft_critic"): m.peft.save_pretrained
+                for i, m in enumerate(self.adapter_models())
+            },
+            keep_last=self.cfg.train.keep_checkpoints,
+        )
 
     def load(self, path: str | Path) -> int:
         """Restore a checkpoint (a ``step_*`` folder or a run directory); returns its iteration."""
@@ -406,11 +481,15 @@ class Trainer:
         models = self.adapter_models()
         missing = {n for m in models for n in m.adapters} - set(state["adapters"])
         if missing:
-            raise ValueError(f"checkpoint {state['path']} lacks adapters {sorted(missing)}: "
-                             f"was it written by another method or environment?")
+            raise ValueError(
+                f"checkpoint {state['path']} lacks adapters {sorted(missing)}: "
+                f"was it written by another method or environment?"
+            )
         for m in models:
             for name in m.adapters:
-                m.load_adapter_state(name, {k: v.to(self.device) for k, v in state["adapters"][name].items()})
+                m.load_adapter_state(
+                    name, {k: v.to(self.device) for k, v in state["adapters"][name].items()}
+                )
         self.critics.load_head_state(state["value_heads"])
         for k, opt in self.optimizers.items():
             opt.load_state_dict(state["optimizers"][k])
@@ -429,8 +508,14 @@ class Trainer:
         from ..distributed.workers import make_worker_group
 
         t = self.cfg.train
-        return make_worker_group(t.workers, env_id, self.cfg.env.num_envs, num_workers=t.env_workers,
-                                 seed=seed, **overrides)
+        return make_worker_group(
+            t.workers,
+            env_id,
+            self.cfg.env.num_envs,
+            num_workers=t.env_workers,
+            seed=seed,
+            **overrides,
+        )
 
     def _log(self, step: int, metrics: dict[str, float]) -> None:
         record = {"step": step, **metrics}
@@ -443,8 +528,9 @@ class Trainer:
             self.logger.log(step, metrics)
 
     def _forward_policy(self, adapter: str | None, samples: Sequence[TurnSample]):
-        batch = pack_sequences([s.prompt_ids for s in samples], [s.action_ids for s in samples],
-                               self.pad_id).to(self.device)
+        batch = pack_sequences(
+            [s.prompt_ids for s in samples], [s.action_ids for s in samples], self.pad_id
+        ).to(self.device)
         ctx = self.model.reference() if adapter is None else self.model.using(adapter)
         with ctx:
             logp, ent = self.model.action_logprobs(batch, self.cfg.model.temperature, LOGPROB_CHUNK)
@@ -457,7 +543,7 @@ class Trainer:
         for adapter in self.policy_names:
             group = [s for s in samples if self.method.policy_adapter(s.agent) == adapter]
             for i in range(0, len(group), size):
-                chunk = group[i:i + size]
+                chunk = group[i : i + size]
                 # the reference pass runs even without a KL penalty: kl_ref is always logged
                 for which, store in ((adapter, old), (None, ref)):
                     logp, _, mask = self._forward_policy(which, chunk)
@@ -474,8 +560,11 @@ class Trainer:
 
     def _forward_values(self, name: str, samples: Sequence[TurnSample], critic_ids) -> torch.Tensor:
         token = self.cfg.algo.level == "token"
-        batch = pack_sequences([critic_ids[(s.episode, s.index)] for s in samples],
-                               [s.action_ids if token else [] for s in samples], self.pad_id).to(self.device)
+        batch = pack_sequences(
+            [critic_ids[(s.episode, s.index)] for s in samples],
+            [s.action_ids if token else [] for s in samples],
+            self.pad_id,
+        ).to(self.device)
         values = self.critics.values(name, batch)
         return values if token else values[:, :1]
 
@@ -489,25 +578,33 @@ class Trainer:
             if not episode.truncated:
                 continue
             if view is None:
-                raise ValueError(f"episode {e} (task {episode.task_id!r}) is truncated but has no "
-                                 "final_view to bootstrap from: is the environment a FlexMGEnv?")
+                raise ValueError(
+                    f"episode {e} (task {episode.task_id!r}) is truncated but has no "
+                    "final_view to bootstrap from: is the environment a FlexMGEnv?"
+                )
             if self.method.sequential:
                 rows = [((e, None), view.agent, view.role)]
             else:
                 roles = {t.agent: t.role for t in turns}
                 rows = [((e, agent), agent, role) for agent, role in roles.items()]
             for key, agent, role in rows:
-                messages = (centralized_messages(view.state, agent, role)
-                            if self.method.critic_kind == CENTRALIZED else view.messages[agent])
+                messages = (
+                    centralized_messages(view.state, agent, role)
+                    if self.method.critic_kind == CENTRALIZED
+                    else view.messages[agent]
+                )
                 wanted.append((key, self.method.critic_name(agent), messages))
         out: dict[RowKey, float] = {}
         size = self.cfg.algo.minibatch_size
         for name in self.critic_names:
             group = [w for w in wanted if w[1] == name]
             for i in range(0, len(group), size):
-                chunk = group[i:i + size]
-                ids = render_prompts(self.critic_model.tokenizer, [m for _, _, m in chunk],
-                                     self.cfg.model.max_prompt_tokens)
+                chunk = group[i : i + size]
+                ids = render_prompts(
+                    self.critic_model.tokenizer,
+                    [m for _, _, m in chunk],
+                    self.cfg.model.max_prompt_tokens,
+                )
                 batch = pack_sequences(ids, [[] for _ in ids], self.pad_id).to(self.device)
                 values = self.critics.values(name, batch)[:, 0].cpu()
                 out.update({key: float(v) for (key, _, _), v in zip(chunk, values)})
@@ -520,7 +617,7 @@ class Trainer:
         for name in self.critic_names:
             group = [s for s in samples if self.method.critic_name(s.agent) == name]
             for i in range(0, len(group), size):
-                chunk = group[i:i + size]
+                chunk = group[i : i + size]
                 values = self._forward_values(name, chunk, critic_ids).cpu()
                 for s, row in zip(chunk, values):
                     n = len(s.action_ids) if self.cfg.algo.level == "token" else 1
@@ -558,12 +655,17 @@ class Trainer:
             out[f"{prefix}/{k}"] = sum(vals) / len(vals)
         return out
 
-    def _update_policies(self, samples, trained, old_logp, ref_logp, adv, generator) -> dict[str, float]:
+    def _update_policies(
+        self, samples, trained, old_logp, ref_logp, adv, generator
+    ) -> dict[str, float]:
         a = self.cfg.algo
         metrics: dict[str, float] = {}
         for adapter in self.policy_names:
-            idx = [i for i, s in enumerate(samples)
-                   if s.agent in trained and self.method.policy_adapter(s.agent) == adapter]
+            idx = [
+                i
+                for i, s in enumerate(samples)
+                if s.agent in trained and self.method.policy_adapter(s.agent) == adapter
+            ]
             if not idx:
                 continue
 
@@ -574,7 +676,9 @@ class Trainer:
                 width = logp.shape[1]
                 old = _pad([old_logp[k] for k in keys], width).to(logp.device)
                 advantages = _pad([adv[k] for k in keys], width).to(logp.device)
-                loss, st = algos.ppo_policy_loss(logp, old, advantages, mask, a.clip_eps, a.clip_eps_high)
+                loss, st = algos.ppo_policy_loss(
+                    logp, old, advantages, mask, a.clip_eps, a.clip_eps_high
+                )
                 entropy = algos.entropy_bonus(ent, mask)
                 st["policy_loss"] = float(loss.detach())
                 st["entropy"] = float(entropy.detach())
@@ -588,12 +692,16 @@ class Trainer:
 
             stats = []
             for _ in range(a.ppo_epochs):
-                stats += self._optimise(f"policy/{adapter}", _minibatches(idx, a.minibatch_size, generator), loss_fn)
+                stats += self._optimise(
+                    f"policy/{adapter}", _minibatches(idx, a.minibatch_size, generator), loss_fn
+                )
             metrics.update(self._mean_stats(f"agent/{adapter}", stats))
             metrics[f"agent/{adapter}/lr"] = self.schedulers[f"policy/{adapter}"].get_last_lr()[0]
         return metrics
 
-    def _update_critics(self, samples, critic_ids, old_values, returns, generator) -> dict[str, float]:
+    def _update_critics(
+        self, samples, critic_ids, old_values, returns, generator
+    ) -> dict[str, float]:
         a = self.cfg.algo
         metrics: dict[str, float] = {}
         for name in self.critic_names:
@@ -618,7 +726,9 @@ class Trainer:
 
             stats = []
             for _ in range(a.ppo_epochs):
-                stats += self._optimise(f"critic/{name}", _minibatches(idx, a.minibatch_size, generator), loss_fn)
+                stats += self._optimise(
+                    f"critic/{name}", _minibatches(idx, a.minibatch_size, generator), loss_fn
+                )
             metrics.update(self._mean_stats(f"critic/{name}", stats))
         return metrics
 
@@ -642,7 +752,9 @@ class Trainer:
             mine = [s for s in samples if s.agent == agent]
             if mine:
                 out[f"agent/{agent}/reward"] = sum(s.reward for s in mine) / len(mine)
-                out[f"agent/{agent}/response_tokens"] = sum(len(s.action_ids) for s in mine) / len(mine)
+                out[f"agent/{agent}/response_tokens"] = sum(len(s.action_ids) for s in mine) / len(
+                    mine
+                )
                 out[f"agent/{agent}/truncated_frac"] = sum(s.truncated for s in mine) / len(mine)
         found = diagnostics.answer_in_predecessors(rollout)
         if "any" in found:
@@ -650,8 +762,9 @@ class Trainer:
         out.update({f"agent/{a}/answer_in_message": v for a, v in found.items()})
         return out
 
-    def _scoring_metrics(self, rollout, samples, old_logp, ref_logp, adv, values, returns
-                         ) -> dict[str, float]:
+    def _scoring_metrics(
+        self, rollout, samples, old_logp, ref_logp, adv, values, returns
+    ) -> dict[str, float]:
         """Per agent: KL of the rollout policy to the reference, raw advantage mean/std, the
         centralized critic's value change when the agent acts; per critic: explained variance
         of the rollout-time values."""
@@ -667,20 +780,27 @@ class Trainer:
             mean, std = algos.masked_mean_std(torch.cat([adv[k] for k in keys]), ones)
             out[f"agent/{agent}/adv_mean"], out[f"agent/{agent}/adv_std"] = mean, std
         if self.method.critic_kind == CENTRALIZED:
-            out.update({f"agent/{a}/value_change": v
-                        for a, v in diagnostics.value_change(rollout, values).items()})
+            out.update(
+                {
+                    f"agent/{a}/value_change": v
+                    for a, v in diagnostics.value_change(rollout, values).items()
+                }
+            )
         for name in self.critic_names:
-            keys = [(s.episode, s.index) for s in samples
-                    if self.method.critic_name(s.agent) == name]
+            keys = [
+                (s.episode, s.index) for s in samples if self.method.critic_name(s.agent) == name
+            ]
             if keys:
                 v, r = torch.cat([values[k] for k in keys]), torch.cat([returns[k] for k in keys])
                 out[f"critic/{name}/explained_variance"] = algos.explained_variance(
-                    v, r, torch.ones_like(v, dtype=torch.bool))
+                    v, r, torch.ones_like(v, dtype=torch.bool)
+                )
         return out
 
 
-def eval_metrics(episodes: Sequence[marft_envs.Episode], agents: Sequence[str],
-                 prefix: str = "eval") -> dict[str, float]:
+def eval_metrics(
+    episodes: Sequence[marft_envs.Episode], agents: Sequence[str], prefix: str = "eval"
+) -> dict[str, float]:
     """Scores of evaluation episodes over the gradable ones only: an infrastructure-error episode
     is counted (``<prefix>/infra_errors``), never scored as a wrong answer. With no gradable
     episode the scores are NaN (logged as null), not 0."""
@@ -690,10 +810,12 @@ def eval_metrics(episodes: Sequence[marft_envs.Episode], agents: Sequence[str],
     def mean(xs) -> float:
         return sum(xs) / n if n else float("nan")
 
-    out = {f"{prefix}/score": mean(e.score for e in graded),
-           f"{prefix}/correct": mean(e.correct for e in graded),
-           f"{prefix}/episodes": float(len(episodes)),
-           f"{prefix}/infra_errors": float(len(episodes) - n)}
+    out = {
+        f"{prefix}/score": mean(e.score for e in graded),
+        f"{prefix}/correct": mean(e.correct for e in graded),
+        f"{prefix}/episodes": float(len(episodes)),
+        f"{prefix}/infra_errors": float(len(episodes) - n),
+    }
     for agent in agents:
         out[f"{prefix}/agent/{agent}/return"] = mean(e.returns.get(agent, 0.0) for e in graded)
     return out
@@ -706,8 +828,10 @@ def resume_path(path: str | Path) -> Path:
         return p
     latest = latest_checkpoint(p)
     if latest is None:
-        raise FileNotFoundError(f"--resume {str(p)!r}: no checkpoint found (expected "
-                                f"{p}/checkpoints/step_*/ from an earlier run)")
+        raise FileNotFoundError(
+            f"--resume {str(p)!r}: no checkpoint found (expected "
+            f"{p}/checkpoints/step_*/ from an earlier run)"
+        )
     return latest
 
 
@@ -728,7 +852,9 @@ def logprob_mismatch_metrics(
         if not group:
             continue
         sampled = [torch.tensor(s.rollout_logprobs, dtype=torch.float32) for s in group]
-        scored = [train_logp[(s.episode, s.index)][: len(r)].float() for s, r in zip(group, sampled)]
+        scored = [
+            train_logp[(s.episode, s.index)][: len(r)].float() for s, r in zip(group, sampled)
+        ]
         mask = [torch.ones(len(r), dtype=torch.bool) for r in sampled]
         padded = (pad_sequence(x, batch_first=True) for x in (sampled, scored, mask))
         mean, peak = algos.logprob_mismatch(*padded)

@@ -57,7 +57,9 @@ def check_cpus(ray: Any, num_workers: int, options: dict[str, Any], wait_s: floa
     each cannot all be placed now: Ray would queue them forever, and the group would wait its
     start deadline in silence. Skipped for actors placed in a placement group (it reserved them)."""
     strategy = options.get("scheduling_strategy")
-    if options.get("placement_group") is not None or not (strategy is None or isinstance(strategy, str)):
+    if options.get("placement_group") is not None or not (
+        strategy is None or isinstance(strategy, str)
+    ):
         return
     per_actor = float(options.get("num_cpus", 1))
     needed = per_actor * num_workers
@@ -73,7 +75,8 @@ def check_cpus(ray: Any, num_workers: int, options: dict[str, Any], wait_s: floa
             f"{num_workers} Ray env workers x num_cpus={per_actor:g} need {needed:g} CPUs, but the "
             f"Ray cluster has {free:g} free (of {total:g}); train.workers=ray runs a training and "
             "an evaluation group, 2 x train.env_workers actors in all. Use fewer env workers, "
-            "fractional CPUs (ray_options={'num_cpus': 0.5}), or a bigger cluster")
+            "fractional CPUs (ray_options={'num_cpus': 0.5}), or a bigger cluster"
+        )
 
 
 class RayWorkerGroup(WorkerGroup):

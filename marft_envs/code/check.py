@@ -25,8 +25,15 @@ from .harness import UnitResult, counted_tests, run_python_tests
 from .version import GRADER_VERSION
 
 __all__ = [
-    "DEFAULT_TIMEOUT", "OUTCOMES", "TestReport", "build_program", "check", "default_sandbox", "outputs_match",
-    "per_test_timeout", "shared_sandbox",
+    "DEFAULT_TIMEOUT",
+    "OUTCOMES",
+    "TestReport",
+    "build_program",
+    "check",
+    "default_sandbox",
+    "outputs_match",
+    "per_test_timeout",
+    "shared_sandbox",
 ]
 
 Outcome = Literal["pass", "fail", "timeout", "memory", "runtime_error", "infra_error"]
@@ -74,9 +81,17 @@ class TestReport:
         if not sources:
             details = [{k: v for k, v in d.items() if k != "source"} for d in details]
         return {
-            "outcome": self.outcome, "passed": self.passed, "total": self.total, "score": self.score,
-            "reason": self.reason, "backend": self.backend, "elapsed": self.elapsed,
-            "reward": self.reward, "tests": self.which, "details": details, **self.extra,
+            "outcome": self.outcome,
+            "passed": self.passed,
+            "total": self.total,
+            "score": self.score,
+            "reason": self.reason,
+            "backend": self.backend,
+            "elapsed": self.elapsed,
+            "reward": self.reward,
+            "tests": self.which,
+            "details": details,
+            **self.extra,
         }
 
     def to_verdict(self) -> Verdict:
@@ -173,8 +188,9 @@ def precheck(program: str, task: Task) -> str | None:
     return None
 
 
-def _io_units(program: str, task: Task, tests: tuple[Any, ...], sandbox: Any, timeout: float,
-              stop_early: bool) -> tuple[list[UnitResult], float, str]:
+def _io_units(
+    program: str, task: Task, tests: tuple[Any, ...], sandbox: Any, timeout: float, stop_early: bool
+) -> tuple[list[UnitResult], float, str]:
     units: list[UnitResult] = []
     elapsed, backend = 0.0, getattr(sandbox, "name", "")
     rule = str(task.metadata.get("output_rule") or "tokens")
@@ -197,7 +213,10 @@ def _io_units(program: str, task: Task, tests: tuple[Any, ...], sandbox: Any, ti
             outcome, msg = "runtime_error", "output limit exceeded"
         else:
             tail = res.stderr.strip().splitlines()[-1:] if res.stderr.strip() else []
-            outcome, msg = "runtime_error", f"exit code {res.exit_code}" + (f": {tail[0][:200]}" if tail else "")
+            outcome, msg = (
+                "runtime_error",
+                f"exit code {res.exit_code}" + (f": {tail[0][:200]}" if tail else ""),
+            )
         units.append(UnitResult(i, source, outcome, msg))
         if outcome == "infra_error" or (stop_early and outcome != "pass"):
             break
@@ -245,18 +264,30 @@ def check(
     if task.io_tests:
         n_public = int(task.metadata.get("public_io_tests", 1))
         chosen = task.io_tests if tests == "hidden" else task.io_tests[:n_public]
-        units, elapsed, backend = _io_units(program, task, chosen, sandbox, timeout, reward == "all")
+        units, elapsed, backend = _io_units(
+            program, task, chosen, sandbox, timeout, reward == "all"
+        )
         total = len(chosen)
     else:
         py_tests = task.tests if tests == "hidden" else task.public_tests
         # Call-based records (one call per test, all in one run): the limit is per test.
-        run_timeout = timeout * max(1, len(py_tests)) if task.metadata.get("call_based") else timeout
+        run_timeout = (
+            timeout * max(1, len(py_tests)) if task.metadata.get("call_based") else timeout
+        )
         result = run_python_tests(
-            program, tuple(py_tests), sandbox=sandbox, entry_point=task.entry_point,
-            setup_code=task.setup_code, code_prefix=str(task.metadata.get("code_prefix") or ""),
+            program,
+            tuple(py_tests),
+            sandbox=sandbox,
+            entry_point=task.entry_point,
+            setup_code=task.setup_code,
+            code_prefix=str(task.metadata.get("code_prefix") or ""),
             timeout=run_timeout,
         )
-        units, elapsed, backend = result.units, result.elapsed, result.backend or getattr(sandbox, "name", "")
+        units, elapsed, backend = (
+            result.units,
+            result.elapsed,
+            result.backend or getattr(sandbox, "name", ""),
+        )
         total = len(units)
         extra = {"rounds": result.rounds, "calls": result.calls}
         if result.program_error:
@@ -264,7 +295,10 @@ def check(
     passed = sum(u.outcome == "pass" for u in units)
     failing = [u for u in units if u.outcome != "pass"]
     if any(u.outcome == "infra_error" for u in units):
-        outcome, reason = "infra_error", next(u.message for u in units if u.outcome == "infra_error")
+        outcome, reason = (
+            "infra_error",
+            next(u.message for u in units if u.outcome == "infra_error"),
+        )
     elif total == 0:
         outcome, reason = "fail", "the task has no tests to run"
     elif not failing and passed == total:
@@ -274,24 +308,47 @@ def check(
         outcome = first.outcome if first else "fail"
         reason = f"passed {passed}/{total} tests; first problem: {first.message if first else 'tests not run'}"
     return TestReport(
-        outcome=outcome, passed=passed, total=total, details=tuple(units), reason=reason,
-        backend=backend, elapsed=max(elapsed, time.monotonic() - start), program=code,
-        reward=reward, which=tests, extra=extra,
+        outcome=outcome,
+        passed=passed,
+        total=total,
+        details=tuple(units),
+        reason=reason,
+        backend=backend,
+        elapsed=max(elapsed, time.monotonic() - start),
+        program=code,
+        reward=reward,
+        which=tests,
+        extra=extra,
     )
 
 
-def _rejected(reason: str, code: str, task: Task, which: str, reward: str, backend: str, start: float) -> TestReport:
+def _rejected(
+    reason: str, code: str, task: Task, which: str, reward: str, backend: str, start: float
+) -> TestReport:
     """The report of a program `precheck` rejected: every test a runtime error."""
     if task.io_tests:
-        n = len(task.io_tests) if which == "hidden" else min(len(task.io_tests), int(task.metadata.get("public_io_tests", 1)))
+        n = (
+            len(task.io_tests)
+            if which == "hidden"
+            else min(len(task.io_tests), int(task.metadata.get("public_io_tests", 1)))
+        )
         sources = [f"stdin: {t.stdin[:200]!r}" for t in task.io_tests[:n]]
     else:
         sources = list(counted_tests(task.tests if which == "hidden" else task.public_tests, task))
     units = tuple(UnitResult(i, src, "runtime_error", reason) for i, src in enumerate(sources))
     outcome = "runtime_error" if units else "fail"
     return TestReport(
-        outcome=outcome, passed=0, total=len(units), details=units,
-        reason=f"passed 0/{len(units)} tests; first problem: {reason}" if units else "the task has no tests to run",
-        backend=backend, elapsed=time.monotonic() - start, program=code, reward=reward, which=which,
+        outcome=outcome,
+        passed=0,
+        total=len(units),
+        details=units,
+        reason=f"passed 0/{len(units)} tests; first problem: {reason}"
+        if units
+        else "the task has no tests to run",
+        backend=backend,
+        elapsed=time.monotonic() - start,
+        program=code,
+        reward=reward,
+        which=which,
         extra={"rounds": 0, "calls": 0, "program_error": reason},
     )

@@ -32,7 +32,10 @@ _CC_SPLIT = re.compile(r"[ \n\t\r\v]+")
 # absl::SimpleAtoi / SimpleAtod accept optional surrounding whitespace, a sign, and for doubles
 # the usual decimal/exponent forms, inf and nan.
 _INT = re.compile(r"[+-]?\d{1,10}\Z", re.ASCII)  # a 32-bit int has at most 10 digits
-_FLOAT = re.compile(r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf(inity)?|nan)\Z", re.IGNORECASE | re.ASCII)
+_FLOAT = re.compile(
+    r"[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf(inity)?|nan)\Z",
+    re.IGNORECASE | re.ASCII,
+)
 _INT32 = (-(2**31), 2**31 - 1)
 
 

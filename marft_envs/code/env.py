@@ -20,10 +20,18 @@ __all__ = ["CODE_FAMILIES", "make_code_env", "register_code_envs"]
 CODE_FAMILIES: dict[str, tuple[str, str, str]] = {
     "humaneval": ("humaneval", "test", "HumanEval (164 Python functions)"),
     "mbpp": ("mbpp", "test", "MBPP (Python functions; tests 11-510)"),
-    "code": ("code", "test", "hand-written code tasks, no data needed (functions and stdin/stdout)"),
+    "code": (
+        "code",
+        "test",
+        "hand-written code tasks, no data needed (functions and stdin/stdout)",
+    ),
     "lcb": ("livecodebench", "test", "LiveCodeBench code generation (call-based and stdin/stdout)"),
     "apps": ("apps", "test", "APPS (stdin/stdout and call-based)"),
-    "codecontests": ("codecontests", "test", "CodeContests (stdin/stdout, many hidden tests, time limits)"),
+    "codecontests": (
+        "codecontests",
+        "test",
+        "CodeContests (stdin/stdout, many hidden tests, time limits)",
+    ),
 }
 
 
@@ -48,7 +56,9 @@ def make_code_env(
     ``verifier`` replaces the code verifier.
     """
     _load_tasks()
-    env_kwargs.setdefault("verifier", CodeVerifier(sandbox=sandbox, reward=reward, timeout=test_timeout))
+    env_kwargs.setdefault(
+        "verifier", CodeVerifier(sandbox=sandbox, reward=reward, timeout=test_timeout)
+    )
     return FlexMGEnv(**env_kwargs)
 
 
@@ -65,7 +75,13 @@ def register_code_envs() -> None:
             register(
                 env_id,
                 "marft_envs.code.env:make_code_env",
-                kwargs={"dataset": dataset, "split": split, "workflow": workflow, "horizon": 1,
-                        "feedback": "none", "reward_to": "team"},
+                kwargs={
+                    "dataset": dataset,
+                    "split": split,
+                    "workflow": workflow,
+                    "horizon": 1,
+                    "feedback": "none",
+                    "reward_to": "team",
+                },
                 description=f"{desc}; {workflow}",
             )

@@ -53,7 +53,7 @@ def extract_program(response: object) -> str:
         return blocks[-1][1]
     m = _CODE_START.search(response)
     if m:
-        return response[m.start():]
+        return response[m.start() :]
     return response
 
 
@@ -70,9 +70,15 @@ def defines(program: str, name: str | None) -> bool:
     try:
         tree = ast.parse(program)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return re.search(rf"^(?:async\s+)?def\s+{re.escape(name)}\s*\(", program, re.MULTILINE) is not None
+        return (
+            re.search(rf"^(?:async\s+)?def\s+{re.escape(name)}\s*\(", program, re.MULTILINE)
+            is not None
+        )
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+        if (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and node.name == name
+        ):
             return True
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

@@ -48,7 +48,14 @@ from . import runner
 from .runner import WireError, decode, encode
 from .sandbox.warm_host import preload_program
 
-__all__ = ["MAX_ROUNDS", "HarnessResult", "TestOutcome", "UnitResult", "run_python_tests", "runner_source"]
+__all__ = [
+    "MAX_ROUNDS",
+    "HarnessResult",
+    "TestOutcome",
+    "UnitResult",
+    "run_python_tests",
+    "runner_source",
+]
 
 #: Upper bound on sandbox runs per check (rounds of call collection).
 MAX_ROUNDS = 4
@@ -135,7 +142,48 @@ def _absorb(self: Any, *args: Any) -> Any:
     return PENDING
 
 
-for _op in ["eq", "ne", "lt", "le", "gt", "ge", "add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod", "pow", "rpow", "and", "rand", "or", "ror", "xor", "rxor", "lshift", "rlshift", "rshift", "rrshift", "matmul", "rmatmul", "neg", "pos", "abs", "invert", "round", "trunc", "floor", "ceil"]:
+for _op in [
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "add",
+    "radd",
+    "sub",
+    "rsub",
+    "mul",
+    "rmul",
+    "truediv",
+    "rtruediv",
+    "floordiv",
+    "rfloordiv",
+    "mod",
+    "rmod",
+    "pow",
+    "rpow",
+    "and",
+    "rand",
+    "or",
+    "ror",
+    "xor",
+    "rxor",
+    "lshift",
+    "rlshift",
+    "rshift",
+    "rrshift",
+    "matmul",
+    "rmatmul",
+    "neg",
+    "pos",
+    "abs",
+    "invert",
+    "round",
+    "trunc",
+    "floor",
+    "ceil",
+]:
     setattr(_Pending, f"__{_op}__", _absorb)
 
 #: The placeholder value of an unresolved call.
@@ -194,7 +242,33 @@ class RemoteName:
         return self._value()[key]
 
 
-for _op in ["eq", "ne", "lt", "le", "gt", "ge", "add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod", "neg", "pos", "abs", "contains", "index", "float", "int"]:
+for _op in [
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "add",
+    "radd",
+    "sub",
+    "rsub",
+    "mul",
+    "rmul",
+    "truediv",
+    "rtruediv",
+    "floordiv",
+    "rfloordiv",
+    "mod",
+    "rmod",
+    "neg",
+    "pos",
+    "abs",
+    "contains",
+    "index",
+    "float",
+    "int",
+]:
     setattr(RemoteName, f"__{_op}__", _forward(_op))
 
 
@@ -213,8 +287,10 @@ class RemoteObject:
         return f"<remote {self._type} object>"
 
     def _refuse(self, *args: Any) -> Any:
-        raise TypeError(f"the program returned a value of type {self._type}; tests can only compare "
-                        "builtin data (int, float, str, list, tuple, dict, set, ...)")
+        raise TypeError(
+            f"the program returned a value of type {self._type}; tests can only compare "
+            "builtin data (int, float, str, list, tuple, dict, set, ...)"
+        )
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __len__ = __iter__ = _refuse
     __getattr__ = __getitem__ = __contains__ = __add__ = __radd__ = __sub__ = __mul__ = _refuse
@@ -234,7 +310,12 @@ class UnitResult:
     message: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "source": self.source, "outcome": self.outcome, "message": self.message}
+        return {
+            "index": self.index,
+            "source": self.source,
+            "outcome": self.outcome,
+            "message": self.message,
+        }
 
 
 @dataclass
@@ -252,8 +333,14 @@ class HarnessResult:
 
 
 # Outcomes of a call that did not produce a value, keyed by the sandbox status or exception.
-_STATUS_OUTCOME = {"timeout": "timeout", "memory": "memory", "output_limit": "runtime_error",
-                   "error": "runtime_error", "ok": "runtime_error", "infra_error": "infra_error"}
+_STATUS_OUTCOME = {
+    "timeout": "timeout",
+    "memory": "memory",
+    "output_limit": "runtime_error",
+    "error": "runtime_error",
+    "ok": "runtime_error",
+    "infra_error": "infra_error",
+}
 
 
 class RemoteFailure(Exception):
@@ -273,7 +360,11 @@ def _host_exception(name: str, message: str) -> Exception:
     if name == "MemoryError":
         return RemoteFailure("memory", f"MemoryError: {message}")
     cls = getattr(builtins, name, None)
-    if isinstance(cls, type) and issubclass(cls, Exception) and not issubclass(cls, (_Abort, StopIteration)):
+    if (
+        isinstance(cls, type)
+        and issubclass(cls, Exception)
+        and not issubclass(cls, (_Abort, StopIteration))
+    ):
         try:
             return cls(message)
         except Exception:
@@ -350,7 +441,9 @@ class _Session:
         except WireError as e:
             if refs.saw_pending:
                 return self._pending()
-            raise TypeError(f"the harness cannot send this argument of {name}() to the sandbox: {e}") from None
+            raise TypeError(
+                f"the harness cannot send this argument of {name}() to the sandbox: {e}"
+            ) from None
         if refs.saw_pending:
             return self._pending()
         request = {"fn": name, "args": enc_args, "kwargs": enc_kwargs}
@@ -434,11 +527,15 @@ def _loaded_names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _wrap_units(body: list[ast.stmt], source: str, units: list[_Unit], trusted: set[str]) -> list[ast.stmt]:
+def _wrap_units(
+    body: list[ast.stmt], source: str, units: list[_Unit], trusted: set[str]
+) -> list[ast.stmt]:
     """Wrap every top-level statement that contains an assert in ``with __unit__(k):``."""
     out: list[ast.stmt] = []
     for stmt in body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not _has_assert(stmt):
+        if isinstance(
+            stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        ) or not _has_assert(stmt):
             out.append(stmt)
             continue
         k = len(units)
@@ -459,7 +556,9 @@ class _SoftAsserts(ast.NodeTransformer):
     def visit_Assert(self, node: ast.Assert) -> ast.stmt:
         test = ast.Call(ast.Name("__marft_ok__", ast.Load()), [node.test], [])
         exc = ast.Call(ast.Name("AssertionError", ast.Load()), [node.msg] if node.msg else [], [])
-        return ast.copy_location(ast.If(ast.UnaryOp(ast.Not(), test), [ast.Raise(exc, None)], []), node)
+        return ast.copy_location(
+            ast.If(ast.UnaryOp(ast.Not(), test), [ast.Raise(exc, None)], []), node
+        )
 
 
 @dataclass
@@ -468,18 +567,26 @@ class _TestProgram:
 
     modules: list[Any]  # code objects, in order
     units: list[_Unit]
-    check_names: list[tuple[str, str]]  # (check function name, candidate name) to call after the modules
+    check_names: list[
+        tuple[str, str]
+    ]  # (check function name, candidate name) to call after the modules
     names: set[str]
 
 
-def _compile_tests(tests: tuple[str, ...], trusted: set[str], entry_point: str | None) -> _TestProgram:
+def _compile_tests(
+    tests: tuple[str, ...], trusted: set[str], entry_point: str | None
+) -> _TestProgram:
     units: list[_Unit] = []
     modules, checks, names = [], [], set()
     for i, src in enumerate(tests):
         with warnings.catch_warnings():  # upstream tests have invalid escapes ('\d' in strings)
             warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
             tree = ast.parse(src, filename=f"<test {i}>")
-        check_defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check" and n.args.args]
+        check_defs = [
+            n
+            for n in tree.body
+            if isinstance(n, ast.FunctionDef) and n.name == "check" and n.args.args
+        ]
         for node in check_defs:
             # HumanEval style: each top-level statement of check's body is a test; the
             # parameter (``candidate``) is a remote name, not a trusted one.
@@ -490,7 +597,10 @@ def _compile_tests(tests: tuple[str, ...], trusted: set[str], entry_point: str |
             # An assert-list test string is one test, however many statements it has.
             whole = ast.If(ast.Constant(True), tree.body, [])
             ast.copy_location(whole, tree.body[0])
-            whole.end_lineno, whole.end_col_offset = tree.body[-1].end_lineno, tree.body[-1].end_col_offset
+            whole.end_lineno, whole.end_col_offset = (
+                tree.body[-1].end_lineno,
+                tree.body[-1].end_col_offset,
+            )
             tree.body = _wrap_units([whole], src, units, trusted)
             units[-1].source = src.strip()
         names |= _loaded_names(tree)
@@ -518,7 +628,9 @@ def _trusted_namespace(code_prefix: str, entry_point: str | None) -> dict[str, A
 
 
 # Standard-library modules never imported on the host for a test name (import side effects).
-_NO_IMPORT = frozenset({"this", "antigravity", "idlelib", "turtle", "turtledemo", "tkinter", "pydoc"})
+_NO_IMPORT = frozenset(
+    {"this", "antigravity", "idlelib", "turtle", "turtledemo", "tkinter", "pydoc"}
+)
 
 
 def _seeded_random() -> Any:
@@ -532,7 +644,11 @@ def _seeded_random() -> Any:
     for name in dir(random):
         if not name.startswith("_"):
             attr = getattr(rng, name, None)
-            setattr(mod, name, attr if callable(attr) and not isinstance(attr, type) else getattr(random, name))
+            setattr(
+                mod,
+                name,
+                attr if callable(attr) and not isinstance(attr, type) else getattr(random, name),
+            )
     return mod
 
 
@@ -540,7 +656,9 @@ def _test_builtins(private: dict[str, Any]) -> dict[str, Any]:
     """Builtins for the test code whose ``import`` returns the replay's private modules."""
     real_import = builtins.__import__
 
-    def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    def _import(
+        name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+    ) -> Any:
         if level == 0 and name in private:
             return private[name]
         return real_import(name, globals, locals, fromlist, level)
@@ -548,8 +666,13 @@ def _test_builtins(private: dict[str, Any]) -> dict[str, Any]:
     return dict(vars(builtins), __import__=_import)
 
 
-def _namespace(program: _TestProgram, prefix_ns: dict[str, Any], entry_point: str | None,
-               session: _Session, guard: _UnitGuard) -> dict[str, Any]:
+def _namespace(
+    program: _TestProgram,
+    prefix_ns: dict[str, Any],
+    entry_point: str | None,
+    session: _Session,
+    guard: _UnitGuard,
+) -> dict[str, Any]:
     ns = dict(prefix_ns)
     private = {"random": _seeded_random()}
     ns["__builtins__"] = _test_builtins(private)
@@ -572,8 +695,9 @@ def _namespace(program: _TestProgram, prefix_ns: dict[str, Any], entry_point: st
     return ns
 
 
-def _replay(program: _TestProgram, prefix_ns: dict[str, Any], entry_point: str | None,
-            session: _Session) -> dict[int, tuple[TestOutcome, str]]:
+def _replay(
+    program: _TestProgram, prefix_ns: dict[str, Any], entry_point: str | None, session: _Session
+) -> dict[int, tuple[TestOutcome, str]]:
     """Run the tests on the host once with the replies known so far."""
     outcomes: dict[int, tuple[TestOutcome, str]] = {}
     guard = _UnitGuard(session, outcomes)
@@ -615,7 +739,7 @@ def _parse_records(stdout: str, nonce: str) -> tuple[list[dict[str, Any]], bool]
         if not line.startswith(prefix):
             continue
         try:
-            rec = json.loads(line[len(prefix):])
+            rec = json.loads(line[len(prefix) :])
         except (ValueError, RecursionError):
             continue
         if isinstance(rec, dict):
@@ -624,8 +748,15 @@ def _parse_records(stdout: str, nonce: str) -> tuple[list[dict[str, Any]], bool]
     return records, ended
 
 
-def _run_round(sandbox: Any, program: str, setup: str, requests: dict[str, dict[str, Any]],
-               session: _Session, timeout: float, result: HarnessResult) -> None:
+def _run_round(
+    sandbox: Any,
+    program: str,
+    setup: str,
+    requests: dict[str, dict[str, Any]],
+    session: _Session,
+    timeout: float,
+    result: HarnessResult,
+) -> None:
     """One sandbox run: execute ``requests`` and store a reply for every one of them."""
     keys = list(requests)
     calls = [dict(requests[k], id=i) for i, k in enumerate(keys)]
@@ -649,7 +780,9 @@ def _run_round(sandbox: Any, program: str, setup: str, requests: dict[str, dict[
             name, msg = (list(rec["program_error"]) + ["", ""])[:2]
             outcome = "memory" if name == "MemoryError" else "runtime_error"
             result.program_error = f"{name}: {msg}"
-            session.program_failure = RemoteFailure(outcome, f"the program failed to load: {name}: {msg}")
+            session.program_failure = RemoteFailure(
+                outcome, f"the program failed to load: {name}: {msg}"
+            )
             return
         if rec.get("program") == "ok":
             program_ok = True
@@ -657,18 +790,29 @@ def _run_round(sandbox: Any, program: str, setup: str, requests: dict[str, dict[
             by_id[rec["id"]] = rec
     status_outcome = _STATUS_OUTCOME.get(result.exec_status, "runtime_error")
     if not program_ok:
-        why = {"timeout": "the program timed out while loading", "memory": "the program ran out of memory while loading"}
-        message = why.get(result.exec_status, f"the program ended before the tests could run ({result.exec_status})")
+        why = {
+            "timeout": "the program timed out while loading",
+            "memory": "the program ran out of memory while loading",
+        }
+        message = why.get(
+            result.exec_status,
+            f"the program ended before the tests could run ({result.exec_status})",
+        )
         session.program_failure = RemoteFailure(status_outcome, message)
         return
     for i, key in enumerate(keys):
         session.replies[key] = _reply_from_record(by_id.get(i), result.exec_status, status_outcome)
 
 
-def _reply_from_record(rec: dict[str, Any] | None, status: str, status_outcome: TestOutcome) -> _Reply:
+def _reply_from_record(
+    rec: dict[str, Any] | None, status: str, status_outcome: TestOutcome
+) -> _Reply:
     if rec is None:
-        return _Reply("fail", outcome=status_outcome,
-                      message=f"no result: the run ended ({status}) before this call returned")
+        return _Reply(
+            "fail",
+            outcome=status_outcome,
+            message=f"no result: the run ended ({status}) before this call returned",
+        )
     try:
         if "ok" in rec:
             after = [(int(i), decode(v)) for i, v in rec.get("after", [])]
@@ -680,7 +824,9 @@ def _reply_from_record(rec: dict[str, Any] | None, status: str, status_outcome: 
             return _Reply("raise", (name, msg))
         if "bad" in rec:
             if rec["bad"] == "MemoryError":
-                return _Reply("fail", outcome="memory", message="MemoryError while returning the value")
+                return _Reply(
+                    "fail", outcome="memory", message="MemoryError while returning the value"
+                )
             return _Reply("object", str(rec["bad"])[:60])
     except (WireError, TypeError, ValueError):
         pass
@@ -752,7 +898,10 @@ def run_python_tests(
             continue
         outcome, message = outcomes.get(u.index, ("runtime_error", "not reached"))
         if incomplete and outcome == "pass":
-            outcome, message = "runtime_error", f"the tests could not be completed within {max_rounds} sandbox rounds"
+            outcome, message = (
+                "runtime_error",
+                f"the tests could not be completed within {max_rounds} sandbox rounds",
+            )
         units.append(UnitResult(len(units), u.source, outcome, message))
     result.units = units
     return result

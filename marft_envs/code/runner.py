@@ -47,9 +47,19 @@ _type = type
 _len = len
 _repr = repr
 _ITER_TYPES = tuple(
-    _type(x) for x in (
-        (i for i in ()), map(int, ()), filter(None, ()), zip(), enumerate(()), reversed(()),
-        iter(()), iter([]), iter(""), iter({}), iter(set()),
+    _type(x)
+    for x in (
+        (i for i in ()),
+        map(int, ()),
+        filter(None, ()),
+        zip(),
+        enumerate(()),
+        reversed(()),
+        iter(()),
+        iter([]),
+        iter(""),
+        iter({}),
+        iter(set()),
     )
 )
 
@@ -128,9 +138,16 @@ def _builtin_base(v):
 
 
 _BASES = (
-    (int, int.__index__), (float, float.__float__), (str, str.__str__), (bytes, bytes.__bytes__),
-    (complex, complex.__complex__), (list, list.copy), (dict, dict.copy), (set, set.copy),
-    (frozenset, frozenset.copy), (tuple, lambda v: tuple.__getitem__(v, slice(None))),
+    (int, int.__index__),
+    (float, float.__float__),
+    (str, str.__str__),
+    (bytes, bytes.__bytes__),
+    (complex, complex.__complex__),
+    (list, list.copy),
+    (dict, dict.copy),
+    (set, set.copy),
+    (frozenset, frozenset.copy),
+    (tuple, lambda v: tuple.__getitem__(v, slice(None))),
 )
 
 
@@ -195,7 +212,12 @@ def decode(data, *, resolve=None):
                     raise WireError("bad dict item")
                 out[dec(kv[0], depth + 1)] = dec(kv[1], depth + 1)
             return out
-        if tag == "T" and n == 2 and _type(d[1]) is str and _type(getattr(builtins, d[1], None)) is type:
+        if (
+            tag == "T"
+            and n == 2
+            and _type(d[1]) is str
+            and _type(getattr(builtins, d[1], None)) is type
+        ):
             return getattr(builtins, d[1])
         if tag == "R" and n == 4:
             return range(_int(d[1]), _int(d[2]), _int(d[3]))
@@ -307,7 +329,10 @@ def main():
         try:
             record = {"id": cid, "ok": encode(result)}
         except BaseException as e:
-            record = {"id": cid, "bad": _type(result).__name__ if isinstance(e, WireError) else _describe(e)[0]}
+            record = {
+                "id": cid,
+                "bad": _type(result).__name__ if isinstance(e, WireError) else _describe(e)[0],
+            }
         after = []
         for i, a in enumerate(args):
             if _type(a) in (list, dict, set):  # report in-place mutation of arguments

@@ -40,18 +40,29 @@ class CodeVerifier:
     def __init__(self, sandbox: Any = None, reward: str = "fraction", timeout: float | None = None):
         if reward not in ("fraction", "all"):
             raise ValueError(f"reward must be 'fraction' or 'all', got {reward!r}")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                    or not timeout > 0):
-            raise ValueError(f"timeout must be None or a positive number of seconds, got {timeout!r}")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
+            raise ValueError(
+                f"timeout must be None or a positive number of seconds, got {timeout!r}"
+            )
         if sandbox is not None and not isinstance(sandbox, str) and not hasattr(sandbox, "run"):
-            raise TypeError(f"sandbox must be None, a backend name or a Sandbox, got {type(sandbox).__name__}")
-        if isinstance(sandbox, str) and sandbox not in BACKEND_NAMES:  # a typo fails here, not per grade
-            raise ValueError(f"unknown sandbox backend {sandbox!r}; valid names are "
-                             f"{list(BACKEND_NAMES)} or None (automatic)")
+            raise TypeError(
+                f"sandbox must be None, a backend name or a Sandbox, got {type(sandbox).__name__}"
+            )
+        if (
+            isinstance(sandbox, str) and sandbox not in BACKEND_NAMES
+        ):  # a typo fails here, not per grade
+            raise ValueError(
+                f"unknown sandbox backend {sandbox!r}; valid names are "
+                f"{list(BACKEND_NAMES)} or None (automatic)"
+            )
         self.reward = reward
         self.timeout = None if timeout is None else float(timeout)
         self._spec = sandbox
-        self._sandbox: Any = sandbox if sandbox is not None and not isinstance(sandbox, str) else None
+        self._sandbox: Any = (
+            sandbox if sandbox is not None and not isinstance(sandbox, str) else None
+        )
         self._lock = threading.Lock()
 
     @property
@@ -75,14 +86,25 @@ class CodeVerifier:
     def _check(self, response: Any, task: Task, tests: str) -> Any:
         from .check import check
 
-        return check(response, task, sandbox=self.sandbox(), reward=self.reward, tests=tests, timeout=self.timeout)
+        return check(
+            response,
+            task,
+            sandbox=self.sandbox(),
+            reward=self.reward,
+            tests=tests,
+            timeout=self.timeout,
+        )
 
     def _infra(self, message: str, response: Any, start: float) -> Verdict:
         from .extract import extract_program
 
         return Verdict(
-            correct=False, answer=extract_program(response), reason=f"infrastructure error: {message}",
-            score=0.0, elapsed=time.monotonic() - start, infra_error=True,
+            correct=False,
+            answer=extract_program(response),
+            reason=f"infrastructure error: {message}",
+            score=0.0,
+            elapsed=time.monotonic() - start,
+            infra_error=True,
             details={"outcome": "infra_error", "backend": self.backend, "passed": 0, "total": 0},
             grader_version=GRADER_VERSION,
         )
@@ -114,8 +136,11 @@ class CodeVerifier:
         return self._public_tests_feedback(response, task)
 
     def _public_tests_feedback(self, response: str, task: Task) -> str:
-        n_public = len(task.public_tests) if not task.io_tests else min(
-            len(task.io_tests), int(task.metadata.get("public_io_tests", 1)))
+        n_public = (
+            len(task.public_tests)
+            if not task.io_tests
+            else min(len(task.io_tests), int(task.metadata.get("public_io_tests", 1)))
+        )
         if n_public == 0:
             return "Feedback: this task has no public tests to show."
         try:
@@ -129,7 +154,9 @@ class CodeVerifier:
             lines.append(f"- test {unit.index + 1}: {unit.outcome.upper()}")
             if task.io_tests:
                 t = task.io_tests[unit.index]
-                lines.append(f"  input: {t.stdin[:300]!r}\n  expected output: {t.expected_stdout[:300]!r}")
+                lines.append(
+                    f"  input: {t.stdin[:300]!r}\n  expected output: {t.expected_stdout[:300]!r}"
+                )
             else:
                 lines.append("  " + unit.source.strip().replace("\n", "\n  ")[:600])
             if unit.message and unit.outcome != "pass":

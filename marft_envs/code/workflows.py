@@ -52,9 +52,15 @@ REVIEWER = Role(
 
 CODE_WORKFLOWS: tuple[Workflow, ...] = (
     Workflow("code-dual", (PLANNER, CODER), "code", description="planner -> coder"),
-    Workflow("code-trio", (PLANNER, CODER, REVIEWER), "code", description="planner -> coder -> reviewer"),
-    Workflow("code-quartet", (ANALYST, PLANNER, CODER, REVIEWER), "code",
-             description="analyst -> planner -> coder -> reviewer"),
+    Workflow(
+        "code-trio", (PLANNER, CODER, REVIEWER), "code", description="planner -> coder -> reviewer"
+    ),
+    Workflow(
+        "code-quartet",
+        (ANALYST, PLANNER, CODER, REVIEWER),
+        "code",
+        description="analyst -> planner -> coder -> reviewer",
+    ),
 )
 #: team size -> workflow name
 CODE_TEAMS: dict[int, str] = {2: "code-dual", 3: "code-trio", 4: "code-quartet"}

@@ -169,7 +169,10 @@ class NumericJudge:
             for k in range(SAMPLE_POINTS):
                 env = sample_point(names, k)
                 fv, gv = evaluate(f, env), evaluate(g, env)
-                if values_equal(gv, _ZERO, False) is not False or values_equal(fv, _ZERO, False) is not False:
+                if (
+                    values_equal(gv, _ZERO, False) is not False
+                    or values_equal(fv, _ZERO, False) is not False
+                ):
                     return None, SYMBOLIC
                 ratios.append(divide(fv, gv))
         except _UNDECIDED:
@@ -246,7 +249,7 @@ def _unordered(xs: tuple, ys: tuple, judge) -> Outcome:
 
 
 def _grouped_as_flat(xs: tuple, ys: tuple):
-    """"p=5,q=2; p=7,q=2" (groups) against "p=5, q=2, p=7, q=2" (the same, flat), in order."""
+    """ "p=5,q=2; p=7,q=2" (groups) against "p=5, q=2, p=7, q=2" (the same, flat), in order."""
     for groups, flat in ((xs, ys), (ys, xs)):
         if len(groups) < len(flat) and all(isinstance(g, st.Seq) for g in groups):
             items = tuple(i for g in groups for i in g.items)
@@ -353,8 +356,10 @@ def compare(p, r, judge) -> Outcome:
     if st.Matrix in (tp, tr):
         other = r if tp is st.Matrix else p
         vec = _vector(p if tp is st.Matrix else r)
-        round_seq = tp is st.Bag or tr is st.Bag or (
-            isinstance(other, st.Seq) and (other.open, other.close) == ("(", ")")
+        round_seq = (
+            tp is st.Bag
+            or tr is st.Bag
+            or (isinstance(other, st.Seq) and (other.open, other.close) == ("(", ")"))
         )
         if not isinstance(other, (st.Seq, st.Bag)):
             return False, SHAPE  # a matrix against an expression ("A + B"): math-verify's case
@@ -381,7 +386,9 @@ def equivalent(pred: str, ref: str, judge) -> Outcome:
         return True, EXACT
     if _LITERAL.match(pred) and _LITERAL.match(ref):
         # Base-n numerals (1112112_3), clock times (12:00), ratios (7:32): written forms.
-        return pred.replace("{", "").replace("}", "") == ref.replace("{", "").replace("}", ""), EXACT
+        return pred.replace("{", "").replace("}", "") == ref.replace("{", "").replace(
+            "}", ""
+        ), EXACT
     if _CHOICE_REF.match(ref):
         m = _CHOICE_PRED.match(pred)
         return bool(m and m.group(1) == ref), EXACT
@@ -403,8 +410,13 @@ MATH_VERIFY = "math-verify"
 TIMEOUT = "timeout"
 
 
-def full_compare(pred: str, ref: str, answer: str | None = None, reference: str | None = None,
-                 mv_seconds: int | None = None) -> Outcome:
+def full_compare(
+    pred: str,
+    ref: str,
+    answer: str | None = None,
+    reference: str | None = None,
+    mv_seconds: int | None = None,
+) -> Outcome:
     """The whole cascade: our rules with sympy, then math-verify. Runs in the worker process.
 
     math-verify (on the raw ``answer`` and ``reference``) is asked only where our rules did
@@ -415,8 +427,10 @@ def full_compare(pred: str, ref: str, answer: str | None = None, reference: str 
     equal, method = equivalent(pred, ref, SympyJudge())
     if equal:
         return True, method
-    if answer is not None and reference is not None and (
-        equal is None or method in UNDECIDED_METHODS
+    if (
+        answer is not None
+        and reference is not None
+        and (equal is None or method in UNDECIDED_METHODS)
     ):
         from .mv_stage import mv_equal
 

@@ -165,8 +165,11 @@ def _transcendental(name: str):
     fn = getattr(CTX, name)
 
     def apply(x: Value) -> Value:
-        if isinstance(x, Fraction) and x == 0 and name in ("sin", "tan", "sinh", "tanh", "asin",
-                                                           "atan"):
+        if (
+            isinstance(x, Fraction)
+            and x == 0
+            and name in ("sin", "tan", "sinh", "tanh", "asin", "atan")
+        ):
             return Fraction(0)
         m = _mp(x)
         if abs(m) > MAX_TRIG_ARGUMENT:
@@ -226,8 +229,10 @@ _FUNCTIONS = {
     "sec": lambda x: 1 / _transcendental("cos")(x),
     "csc": lambda x: 1 / _transcendental("sin")(x),
     "cot": lambda x: 1 / _transcendental("tan")(x),
-    **{n: _transcendental(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh",
-                                       "cosh", "tanh", "exp")},
+    **{
+        n: _transcendental(n)
+        for n in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp")
+    },
 }
 
 
@@ -261,7 +266,9 @@ def _prod(values: list[Value]) -> Value:
     return out
 
 
-def evaluate(tree: Tree, env: Mapping[str, Value] | None = None, opaque: int | None = None) -> Value:
+def evaluate(
+    tree: Tree, env: Mapping[str, Value] | None = None, opaque: int | None = None
+) -> Value:
     """The value of ``tree`` with variables taken from ``env``.
 
     Raises ``TooHard`` (ask sympy) or ``Undefined`` (no value, e.g. 1/0 or a free variable).

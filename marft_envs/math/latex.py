@@ -39,22 +39,72 @@ _TOKEN = re.compile(
 )
 
 _GREEK = {
-    "alpha", "beta", "gamma", "delta", "epsilon", "varepsilon", "zeta", "eta", "theta",
-    "vartheta", "iota", "kappa", "lambda", "mu", "nu", "xi", "rho", "sigma", "tau", "upsilon",
-    "phi", "varphi", "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma",
-    "Phi", "Psi", "Omega",
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "varepsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "vartheta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "rho",
+    "sigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "varphi",
+    "chi",
+    "psi",
+    "omega",
+    "Gamma",
+    "Delta",
+    "Theta",
+    "Lambda",
+    "Xi",
+    "Sigma",
+    "Phi",
+    "Psi",
+    "Omega",
 }
 _FUNCTIONS = {
-    "sin": "sin", "cos": "cos", "tan": "tan", "sec": "sec", "csc": "csc", "cot": "cot",
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
-    "tanh": "tanh", "ln": "log", "log": "log", "exp": "exp",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "sec": "sec",
+    "csc": "csc",
+    "cot": "cot",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "ln": "log",
+    "log": "log",
+    "exp": "exp",
 }
-_TWO_ARGS = {"frac": "/", "dfrac": "/", "tfrac": "/", "binom": "binomial", "dbinom": "binomial",
-             "tbinom": "binomial"}
+_TWO_ARGS = {
+    "frac": "/",
+    "dfrac": "/",
+    "tfrac": "/",
+    "binom": "binomial",
+    "dbinom": "binomial",
+    "tbinom": "binomial",
+}
 _MUL_CMDS = {"\\cdot", "\\times", "\\ast"}
-_ATOM_CMDS = {"\\pi", "\\infty", "\\sqrt", "\\lfloor", "\\lceil"} | {f"\\{g}" for g in _GREEK} | {
-    f"\\{f}" for f in list(_FUNCTIONS) + list(_TWO_ARGS)
-}
+_ATOM_CMDS = (
+    {"\\pi", "\\infty", "\\sqrt", "\\lfloor", "\\lceil"}
+    | {f"\\{g}" for g in _GREEK}
+    | {f"\\{f}" for f in list(_FUNCTIONS) + list(_TWO_ARGS)}
+)
 _CONSTS = {"\\pi": ("c", "pi"), "\\infty": ("c", "oo")}
 
 

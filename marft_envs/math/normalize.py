@@ -21,10 +21,26 @@ import re
 import unicodedata
 
 _UNICODE = {
-    "\u2212": "-", "\u2013": "-", "\u00d7": "\\times ", "\u00f7": "\\div ", "\u00b7": "\\cdot ",
-    "\u22c5": "\\cdot ", "\u03c0": "\\pi ", "\u221e": "\\infty ", "\u221a": "\\sqrt",
-    "\u2264": "\\le ", "\u2265": "\\ge ", "\u2260": "\\ne ", "\u222a": "\\cup ", "\u2229": "\\cap ",
-    "\u00b2": "^2", "\u00b3": "^3", "\u00b0": "", "\u2032": "'", "\u20ac": "", "\u00a3": "",
+    "\u2212": "-",
+    "\u2013": "-",
+    "\u00d7": "\\times ",
+    "\u00f7": "\\div ",
+    "\u00b7": "\\cdot ",
+    "\u22c5": "\\cdot ",
+    "\u03c0": "\\pi ",
+    "\u221e": "\\infty ",
+    "\u221a": "\\sqrt",
+    "\u2264": "\\le ",
+    "\u2265": "\\ge ",
+    "\u2260": "\\ne ",
+    "\u222a": "\\cup ",
+    "\u2229": "\\cap ",
+    "\u00b2": "^2",
+    "\u00b3": "^3",
+    "\u00b0": "",
+    "\u2032": "'",
+    "\u20ac": "",
+    "\u00a3": "",
     "\u00a5": "",
 }
 # 12\,340, 12{,}340, 12,\!340: thousands separators in every LaTeX spelling.
@@ -38,8 +54,10 @@ _DOUBLED_BACKSLASH = re.compile(
 )
 # "\approx": an exact value then its approximation ("x = 1/3 \approx 0.33") keeps the exact one.
 _APPROX = re.compile(r"\\approx(?![A-Za-z])|\u2248")
-_ASCII_RELATIONS = [(re.compile(p), r) for p, r in [
-    (r">=|=>", r"\\ge "), (r"<=|=<", r"\\le "), (r"=/=|(?<![\d)}!])!=", r"\\ne ")]]
+_ASCII_RELATIONS = [
+    (re.compile(p), r)
+    for p, r in [(r">=|=>", r"\\ge "), (r"<=|=<", r"\\le "), (r"=/=|(?<![\d)}!])!=", r"\\ne ")]
+]
 _SPACING = re.compile(
     r"\\\\|\\q?quad|\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle|textstyle|"
     r"limits|nolimits)(?![A-Za-z])|\\[!,;: ]|~"
@@ -61,8 +79,22 @@ _ALIASES = [
 _DEGREE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ(?![A-Za-z])|\\degree(?![A-Za-z])")
 _PERCENT_DOLLAR = re.compile(r"\\%|%|\\\$|\\textdollar(?![A-Za-z])")
 _TEXT_COMMANDS = (
-    "text", "textbf", "textit", "textrm", "textnormal", "mbox", "mathrm", "mathbf", "mathit",
-    "mathsf", "boldsymbol", "operatorname", "boxed", "fbox", "hbox", "emph",
+    "text",
+    "textbf",
+    "textit",
+    "textrm",
+    "textnormal",
+    "mbox",
+    "mathrm",
+    "mathbf",
+    "mathit",
+    "mathsf",
+    "boldsymbol",
+    "operatorname",
+    "boxed",
+    "fbox",
+    "hbox",
+    "emph",
 )
 _TEXT_COMMAND = re.compile(r"\\(" + "|".join(_TEXT_COMMANDS) + r")\s*\{")
 _WORDS_ONLY = re.compile(r"^[A-Za-z][A-Za-z .\-']*$")
@@ -74,7 +106,8 @@ _THOUSANDS = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 _SPACE_THOUSANDS = re.compile(r"^-?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 # "[\begin{array}..\end{array}]" (from \left[ ... \right]): the brackets are the matrix's own.
 _BRACKETED_MATRIX = re.compile(
-    r"^[\[(]\s*(\\begin\{(array|matrix|pmatrix|bmatrix)\}(?:(?!\\begin).)*\\end\{\2\})\s*[\])]$", re.S
+    r"^[\[(]\s*(\\begin\{(array|matrix|pmatrix|bmatrix)\}(?:(?!\\begin).)*\\end\{\2\})\s*[\])]$",
+    re.S,
 )
 _FRAC_SHORT = [
     (re.compile(r"\\frac\s*([0-9a-zA-Z])\s*([0-9a-zA-Z])"), r"\\frac{\1}{\2}"),

@@ -94,13 +94,17 @@ _MATRIX = re.compile(
 )
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}")
 _COMMAND = re.compile(r"\\[A-Za-z]+")
-_OPERATION = re.compile(r"\\(?:lim|sum|prod|int|binom|dbinom|bmod|pmod|det|begin\{vmatrix\})(?![A-Za-z])")
+_OPERATION = re.compile(
+    r"\\(?:lim|sum|prod|int|binom|dbinom|bmod|pmod|det|begin\{vmatrix\})(?![A-Za-z])"
+)
 _PLAIN_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _ENVIRONMENT = re.compile(r"\\(?:begin|end)\{\w+\}")
 
 
-_NAME_PARTS = re.compile(r"_\{?\w+\}?|\\(?:frac|angle|overline|widehat|hat|bar|vec|overrightarrow|"
-                         r"triangle|measuredangle|operatorname|mathrm|text)(?![A-Za-z])|[{}()\s^',|:]")
+_NAME_PARTS = re.compile(
+    r"_\{?\w+\}?|\\(?:frac|angle|overline|widehat|hat|bar|vec|overrightarrow|"
+    r"triangle|measuredangle|operatorname|mathrm|text)(?![A-Za-z])|[{}()\s^',|:]"
+)
 
 
 def _names_quantity(lhs: str) -> bool:

@@ -12,11 +12,26 @@ from .latex import Tree
 
 _CONSTANTS = {"pi": sympy.pi, "E": sympy.E, "I": sympy.I, "oo": sympy.oo}
 _FUNCTIONS = {
-    "sqrt": sympy.sqrt, "log": sympy.log, "Abs": sympy.Abs, "floor": sympy.floor,
-    "ceiling": sympy.ceiling, "factorial": sympy.factorial, "binomial": sympy.binomial,
-    "sin": sympy.sin, "cos": sympy.cos, "tan": sympy.tan, "sec": sympy.sec, "csc": sympy.csc,
-    "cot": sympy.cot, "asin": sympy.asin, "acos": sympy.acos, "atan": sympy.atan,
-    "sinh": sympy.sinh, "cosh": sympy.cosh, "tanh": sympy.tanh, "exp": sympy.exp,
+    "sqrt": sympy.sqrt,
+    "log": sympy.log,
+    "Abs": sympy.Abs,
+    "floor": sympy.floor,
+    "ceiling": sympy.ceiling,
+    "factorial": sympy.factorial,
+    "binomial": sympy.binomial,
+    "sin": sympy.sin,
+    "cos": sympy.cos,
+    "tan": sympy.tan,
+    "sec": sympy.sec,
+    "csc": sympy.csc,
+    "cot": sympy.cot,
+    "asin": sympy.asin,
+    "acos": sympy.acos,
+    "atan": sympy.atan,
+    "sinh": sympy.sinh,
+    "cosh": sympy.cosh,
+    "tanh": sympy.tanh,
+    "exp": sympy.exp,
 }
 _DECIMAL_TOL = sympy.Rational(1, 10**9)
 

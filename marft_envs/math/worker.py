@@ -126,8 +126,7 @@ def _main_hidden() -> Iterator[None]:
 class _Worker:
     def __init__(self, ctx) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child,), daemon=True,
-                                name="marft-math-worker")
+        self.proc = ctx.Process(target=_serve, args=(child,), daemon=True, name="marft-math-worker")
         with _main_hidden():
             self.proc.start()
         child.close()

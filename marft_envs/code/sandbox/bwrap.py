@@ -290,9 +290,7 @@ class _WarmInstance:
         """(result, reusable). A None result: the warm parent did not answer."""
         self.runs += 1
         populate(self.run_dir.work, job, SANDBOX_UID if _is_root() else None)
-        limits = warm_rlimits(
-            rlimits(for_run(self.limits, job.timeout)), RESOURCES, nproc_extra=2
-        )
+        limits = warm_rlimits(rlimits(for_run(self.limits, job.timeout)), RESOURCES, nproc_extra=2)
         header = {"argv": list(job.argv), "timeout": job.timeout, "rlimits": limits}
         reply = exchange(
             self.sock,

@@ -50,7 +50,9 @@ class SubprocessSandbox(Sandbox):
         try:
             populate(workdir, job)
             limits = for_run(self.limits, job.timeout)
-            prlimit = [self._prlimit_path, *prlimit_args(limits), "--"] if self._prlimit_path else []
+            prlimit = (
+                [self._prlimit_path, *prlimit_args(limits), "--"] if self._prlimit_path else []
+            )
             raw = run_bounded(
                 [*prlimit, self.python, "-B", "-s", PROGRAM_FILE, *job.argv],
                 stdin=job.stdin,

@@ -47,8 +47,23 @@ SYSVIPC = ("/proc/sysvipc/shm", "/proc/sysvipc/sem", "/proc/sysvipc/msg")
 #: Imported once here so that children do not pay for them (each child gets its own copy).
 #: Kept short: every pre-imported module also makes each fork and exit a little dearer.
 PRELOAD = (
-    "io", "re", "math", "typing", "collections", "collections.abc", "itertools", "functools",
-    "heapq", "bisect", "string", "operator", "copy", "threading", "atexit", "types", "_json",
+    "io",
+    "re",
+    "math",
+    "typing",
+    "collections",
+    "collections.abc",
+    "itertools",
+    "functools",
+    "heapq",
+    "bisect",
+    "string",
+    "operator",
+    "copy",
+    "threading",
+    "atexit",
+    "types",
+    "_json",
 )
 MAX_FDS = 3
 
