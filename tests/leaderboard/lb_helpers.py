@@ -17,6 +17,8 @@ import httpx
 import marft_envs
 from leaderboard.schema import Bundle
 
+# Requests from the tests: a loaded 2-core CI machine can take longer than httpx's 5 s default.
+HTTP_TIMEOUT = 60.0
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -60,8 +62,14 @@ def play_bundle(
             episodes.append(env.episode())
     env.close()
     return Bundle.from_episodes(
-        env, episodes, method=method, model=model, config={"policy": "scripted", "lr": 1e-5},
-        seeds=list(seeds), claimed_score=claimed_score, dataset_size=n_tasks,
+        env,
+        episodes,
+        method=method,
+        model=model,
+        config={"policy": "scripted", "lr": 1e-5},
+        seeds=list(seeds),
+        claimed_score=claimed_score,
+        dataset_size=n_tasks,
     )
 
 
@@ -75,10 +83,16 @@ def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run ``python -m leaderboard.cli ARGS`` in the repository root."""
     proc = subprocess.run(
         [sys.executable, "-m", "leaderboard.cli", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     if check and proc.returncode != 0:
-        raise AssertionError(f"leaderboard.cli {args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(
+            f"leaderboard.cli {args} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
     return proc
 
 
@@ -112,9 +126,25 @@ def start_server(tmp: Path, *extra: str) -> LiveServer:
     port = free_port()
     log = tmp / "server.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "leaderboard.cli", "serve", "--db", db_url, "--port", str(port),
-         "--log-level", "warning", "--sandbox", sandbox_backend(), *extra],
-        cwd=REPO, stdout=log.open("wb"), stderr=subprocess.STDOUT, env={**os.environ},
+        [
+            sys.executable,
+            "-m",
+            "leaderboard.cli",
+            "serve",
+            "--db",
+            db_url,
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--sandbox",
+            sandbox_backend(),
+            *extra,
+        ],
+        cwd=REPO,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -133,8 +163,14 @@ def start_server(tmp: Path, *extra: str) -> LiveServer:
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 

@@ -9,7 +9,7 @@ import shutil
 
 import httpx
 import pytest
-from lb_helpers import REPO, cli, launch_chromium, play_bundle
+from lb_helpers import HTTP_TIMEOUT, REPO, cli, launch_chromium, play_bundle
 from playwright.sync_api import sync_playwright
 
 from leaderboard.schema import write_bundle
@@ -18,10 +18,10 @@ XSS_MODEL = "<script>window.__pwned = 1</script>evil-model"
 
 SUBMISSIONS = [
     # (env, method, model, correct(i), claimed)  with 5 tasks, 1 seed
-    ("arith-2agent", "marft", "qwen-1.5b-marft", lambda i: i < 4, 0.9),   # true 0.8
-    ("arith-2agent", "ippo", "qwen-1.5b-ippo", lambda i: i < 2, None),    # true 0.4
-    ("arith-3agent", "marft", "qwen-1.5b-marft", lambda i: True, 1.0),    # true 1.0
-    ("arith-3agent", "marft-shared", XSS_MODEL, lambda i: i < 3, None),   # true 0.6
+    ("arith-2agent", "marft", "qwen-1.5b-marft", lambda i: i < 4, 0.9),  # true 0.8
+    ("arith-2agent", "ippo", "qwen-1.5b-ippo", lambda i: i < 2, None),  # true 0.4
+    ("arith-3agent", "marft", "qwen-1.5b-marft", lambda i: True, 1.0),  # true 1.0
+    ("arith-3agent", "marft-shared", XSS_MODEL, lambda i: i < 3, None),  # true 0.6
 ]
 
 
@@ -31,7 +31,9 @@ def submitted(server, token, tmp_path_factory):
     out = tmp_path_factory.mktemp("bundles")
     paths = []
     for k, (env_id, method, model, correct, claimed) in enumerate(SUBMISSIONS):
-        bundle = play_bundle(env_id, method=method, model=model, correct=correct, claimed_score=claimed)
+        bundle = play_bundle(
+            env_id, method=method, model=model, correct=correct, claimed_score=claimed
+        )
         # Alternate the two on-disk forms: a bundle directory and a bare .json file.
         written = write_bundle(bundle, out / f"run{k}" if k % 2 else out / f"run{k}.json")
         paths.append(str(written.parent if k % 2 else written))
@@ -48,16 +50,20 @@ def test_cli_submissions_are_scored_by_the_server(submitted) -> None:
 
 
 def test_api_leaderboard_and_submission_details(server, submitted) -> None:
-    rows = httpx.get(f"{server.url}/api/leaderboard", params={"env": "arith-2agent"}).json()
+    rows = httpx.get(
+        f"{server.url}/api/leaderboard", params={"env": "arith-2agent"}, timeout=HTTP_TIMEOUT
+    ).json()
     assert [(r["method"], r["verified_score"]) for r in rows] == [("marft", 0.8), ("ippo", 0.4)]
     assert rows[0]["env_family"] == "arith" and rows[0]["n_tasks"] == 5
-    detail = httpx.get(f"{server.url}/api/submissions/{submitted[0]['id']}").json()
+    detail = httpx.get(
+        f"{server.url}/api/submissions/{submitted[0]['id']}", timeout=HTTP_TIMEOUT
+    ).json()
     assert detail["config"] == {"policy": "scripted", "lr": 1e-5}
     assert [e["correct"] for e in detail["episodes"]] == [True, True, True, True, False]
     assert [t["agent"] for t in detail["episodes"][0]["turns"]] == ["reasoner_0", "actor_1"]
     for missing in ("/api/submissions/999999", "/submissions/999999", "/plots/no-such-family.png"):
-        assert httpx.get(server.url + missing).status_code == 404
-    plot = httpx.get(f"{server.url}/plots/arith.png")
+        assert httpx.get(server.url + missing, timeout=HTTP_TIMEOUT).status_code == 404
+    plot = httpx.get(f"{server.url}/plots/arith.png", timeout=HTTP_TIMEOUT)
     assert plot.headers["content-type"] == "image/png" and plot.content.startswith(b"\x89PNG")
 
 
@@ -67,8 +73,10 @@ def test_cli_show_and_export(server, submitted, tmp_path) -> None:
 
     rows = list(csv.DictReader(io.StringIO(cli("export", "csv", "--server", server.url).stdout)))
     assert [(r["env_id"], r["method"], float(r["verified_score"])) for r in rows] == [
-        ("arith-3agent", "marft", 1.0), ("arith-2agent", "marft", 0.8),
-        ("arith-3agent", "marft-shared", 0.6), ("arith-2agent", "ippo", 0.4),
+        ("arith-3agent", "marft", 1.0),
+        ("arith-2agent", "marft", 0.8),
+        ("arith-3agent", "marft-shared", 0.6),
+        ("arith-2agent", "ippo", 0.4),
     ]
     md = tmp_path / "lb.md"
     cli("export", "markdown", "--db", server.db_url, "--env", "arith-2agent", "-o", str(md))
@@ -85,7 +93,12 @@ def test_page_in_headless_chromium(server, submitted, tmp_path) -> None:
         assert page.locator("section.family h2").all_inner_texts() == ["arith"]
         rows = page.locator("#table-arith tbody tr")
         assert rows.count() == 4
-        assert rows.locator("td.method").all_inner_texts() == ["marft", "marft", "marft-shared", "ippo"]
+        assert rows.locator("td.method").all_inner_texts() == [
+            "marft",
+            "marft",
+            "marft-shared",
+            "ippo",
+        ]
         assert rows.locator("td.score").first.inner_text().startswith("1.000 [")
         assert rows.locator("td.claimed").all_inner_texts() == ["1.000", "0.900", "—", "—"]
         # A model name with markup is shown as text, never executed.
@@ -122,10 +135,20 @@ def test_cli_submit_reports_the_reason_of_a_rejection(server, token, db, tmp_pat
     b = play_bundle(model="cli-forged")
     forged = b.model_copy(update={"dataset": b.dataset.model_copy(update={"hash": "f" * 64})})
     before = db.row_counts()
-    proc = cli("submit", str(write_bundle(forged, tmp_path / "forged.json")), "--server", server.url,
-               "--token", token, check=False)
+    proc = cli(
+        "submit",
+        str(write_bundle(forged, tmp_path / "forged.json")),
+        "--server",
+        server.url,
+        "--token",
+        token,
+        check=False,
+    )
     assert proc.returncode == 2
-    assert "forged.json: rejected (422)" in proc.stderr and "does not match the registered dataset" in proc.stderr
+    assert (
+        "forged.json: rejected (422)" in proc.stderr
+        and "does not match the registered dataset" in proc.stderr
+    )
     assert db.row_counts() == before
 
 

@@ -10,7 +10,7 @@ import shutil
 
 import httpx
 import pytest
-from lb_helpers import REPO, cli, launch_chromium, play_bundle
+from lb_helpers import HTTP_TIMEOUT, REPO, cli, launch_chromium, play_bundle
 from playwright.sync_api import sync_playwright
 from sqlalchemy import update
 
@@ -46,13 +46,13 @@ def _page_rows(page, table: str, column: str) -> list[str]:
 
 
 def test_every_row_names_its_grader(server, ids) -> None:
-    rows = httpx.get(f"{server.url}/api/leaderboard").json()
+    rows = httpx.get(f"{server.url}/api/leaderboard", timeout=HTTP_TIMEOUT).json()
     assert [(r["model"], r["rank"], r["grader_version"], r["stale"]) for r in rows] == [
         ("model-c", 1, MATH, False),
         ("model-a", 2, MATH, False),
         ("model-b", 3, MATH, False),
     ]
-    detail = httpx.get(f"{server.url}/api/submissions/{ids['a']}").json()
+    detail = httpx.get(f"{server.url}/api/submissions/{ids['a']}", timeout=HTTP_TIMEOUT).json()
     assert detail["grader_version"] == detail["current_grader_version"] == MATH
     assert detail["bundle_grader_version"] == MATH and detail["previous_score"] is None
     exported = list(
@@ -78,7 +78,7 @@ def test_stale_rows_are_listed_apart_until_regrade(server, ids, db, tmp_path) ->
             .values(grader_version="math-0", dataset_hash="f" * 64)
         )
 
-    rows = httpx.get(f"{server.url}/api/leaderboard").json()
+    rows = httpx.get(f"{server.url}/api/leaderboard", timeout=HTTP_TIMEOUT).json()
     assert [(r["model"], r["rank"], r["stale"], r["grader_version"]) for r in rows] == [
         ("model-a", 1, False, MATH),
         ("model-c", None, True, "math-0"),
@@ -131,12 +131,12 @@ def test_stale_rows_are_listed_apart_until_regrade(server, ids, db, tmp_path) ->
         assert page.inner_text("#previous") == "0.100 by math-0"
         browser.close()
 
-    b = httpx.get(f"{server.url}/api/submissions/{ids['b']}").json()
+    b = httpx.get(f"{server.url}/api/submissions/{ids['b']}", timeout=HTTP_TIMEOUT).json()
     assert (b["verified_score"], b["grader_version"], b["stale"]) == (0.4, MATH, False)
     assert (b["previous_score"], b["previous_grader_version"]) == (0.1, "math-0")
     counts = db.row_counts()
     second = cli("regrade", "--db", server.db_url, check=False)
     assert second.returncode == 1  # c still cannot be re-graded, and says so again
     assert second.stdout.splitlines()[-1] == "0 re-graded, 1 failed, 0 skipped, 2 already current"
-    assert httpx.get(f"{server.url}/api/submissions/{ids['b']}").json() == b
+    assert httpx.get(f"{server.url}/api/submissions/{ids['b']}", timeout=HTTP_TIMEOUT).json() == b
     assert db.row_counts() == counts

@@ -6,7 +6,7 @@ import json
 
 import httpx
 import pytest
-from lb_helpers import cli, play_bundle
+from lb_helpers import HTTP_TIMEOUT, cli, play_bundle
 
 from leaderboard.client import LeaderboardClient, SubmissionError
 from leaderboard.schema import Bundle
@@ -45,19 +45,26 @@ def test_inflated_claimed_score_is_shown_but_not_believed(server, token, db) -> 
     before = db.row_counts()
     result = _submit(server, token, b)
     assert result["verified_score"] == pytest.approx(0.2) and result["claimed_score"] == 1.0
-    detail = httpx.get(f"{server.url}/api/submissions/{result['id']}").json()
+    detail = httpx.get(f"{server.url}/api/submissions/{result['id']}", timeout=HTTP_TIMEOUT).json()
     assert [e["score"] for e in detail["episodes"]] == [1.0, 0.0, 0.0, 0.0, 0.0]
     assert [e["claimed_score"] for e in detail["episodes"]] == [1.0] * 5
-    assert db.row_counts() == {**before, "submissions": before["submissions"] + 1,
-                               "episodes": before["episodes"] + 5}
+    assert db.row_counts() == {
+        **before,
+        "submissions": before["submissions"] + 1,
+        "episodes": before["episodes"] + 5,
+    }
 
 
 def test_answers_swapped_between_tasks_score_their_true_value(server, token) -> None:
     """Right answers moved to other tasks (transcripts and outputs consistently swapped) are wrong there."""
     b = play_bundle(model="swapped-answers", claimed_score=1.0)
     eps = b.episodes
-    rotated = [e.model_copy(update={"turns": eps[(i + 1) % 5].turns, "final_output": eps[(i + 1) % 5].final_output})
-               for i, e in enumerate(eps)]
+    rotated = [
+        e.model_copy(
+            update={"turns": eps[(i + 1) % 5].turns, "final_output": eps[(i + 1) % 5].final_output}
+        )
+        for i, e in enumerate(eps)
+    ]
     result = _submit(server, token, _with_episodes(b, rotated))
     assert result["verified_score"] == pytest.approx(0.0)
 
@@ -92,7 +99,9 @@ def test_missing_episodes_are_rejected(server, token) -> None:
 @pytest.mark.usefixtures("unchanged")
 def test_missing_seed_is_rejected(server, token) -> None:
     b = play_bundle(seeds=(0, 1), model="missing-seed")
-    _rejected(server, token, _with_episodes(b, [e for e in b.episodes if e.seed == 0]), 422, "missing")
+    _rejected(
+        server, token, _with_episodes(b, [e for e in b.episodes if e.seed == 0]), 422, "missing"
+    )
 
 
 @pytest.mark.usefixtures("unchanged")
@@ -141,11 +150,11 @@ def test_oversized_body_is_refused_with_413(server, token) -> None:
 @pytest.mark.parametrize(
     "payload, status, match",
     [
-        (b"{\"env_id\": \"arith-2agent\", ", 400, "not valid JSON"),
+        (b'{"env_id": "arith-2agent", ', 400, "not valid JSON"),
         (b"\xff\xfe garbage", 400, "not valid JSON"),
         (b"[" * 100_000 + b"]" * 100_000, 400, "nested too deeply"),
         (b"[1, 2, 3]", 422, "invalid bundle"),
-        (b"{\"env_id\": \"arith-2agent\"}", 422, "episodes: Field required"),
+        (b'{"env_id": "arith-2agent"}', 422, "episodes: Field required"),
     ],
 )
 def test_malformed_json_is_rejected(server, token, payload: bytes, status: int, match: str) -> None:

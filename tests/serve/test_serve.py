@@ -20,6 +20,9 @@ import marft_envs
 from marft_envs.cli import main as cli_main
 from marft_envs.policies import episode_over, oracle
 from marft_envs.serve import MarftAction, MarftEnvClient, create_server_app
+
+# A loaded 2-core CI machine can take longer than httpx's 5 s default.
+HTTP_TIMEOUT = 60.0
 from marft_envs.serve.testing import running_server
 from marft_envs.wrappers import SingleSeat
 
@@ -285,11 +288,15 @@ def test_reset_fields_of_the_wrong_json_type_are_named_and_state_still_works(ser
 def test_http_endpoints_answer_bad_input_with_400_and_point_at_the_websocket(server):
     import httpx
 
-    r = httpx.post(f"{server}/step", json={"action": {"agent": "reasoner_0", "text": "x"}})
+    r = httpx.post(
+        f"{server}/step",
+        json={"action": {"agent": "reasoner_0", "text": "x"}},
+        timeout=HTTP_TIMEOUT,
+    )
     assert r.status_code == 400 and "play episodes over the WebSocket /ws" in r.json()["detail"]
-    r = httpx.post(f"{server}/reset", json={"task_id": "no-such-task"})
+    r = httpx.post(f"{server}/reset", json={"task_id": "no-such-task"}, timeout=HTTP_TIMEOUT)
     assert r.status_code == 400 and "No task 'no-such-task'" in r.json()["detail"]
-    r = httpx.post(f"{server}/reset", json={"seed": 3})
+    r = httpx.post(f"{server}/reset", json={"seed": 3}, timeout=HTTP_TIMEOUT)
     assert r.status_code == 200 and r.json()["observation"]["agent"] == "reasoner_0"
 
 
