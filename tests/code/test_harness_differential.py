@@ -32,7 +32,20 @@ TIMEOUT = 3.0
 LOOP_TIMEOUT = 0.3
 
 #: (task id, kind) -> why the harness and the plain run disagree (see docs/code_envs.md).
-KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {}
+KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {
+    ("mbpp/341", "canonical"): (
+        "the code returns tuple(s) of a set argument and the test expects sorted order; the "
+        "literal {12, ..., 16} built by the test iterates as (16, 12, ...) in CPython, but the "
+        "set the sandbox rebuilds from the wire (set(items)) has a larger table and iterates "
+        "sorted: set iteration order is unspecified, the record relies on it"
+    ),
+}
+#: Canonical solutions that fail upstream's own tests in a plain run (records left as they are).
+UPSTREAM_FAILING = {
+    "mbpp/341": "relies on set iteration order, which fails its third test (see above)",
+    "mbpp/596": "expects sys.getsizeof of a 6-tuple to be 104 (an older CPython's size)",
+    "mbpp/642": "compares tuple(set(pair)) whose item order is set iteration order",
+}
 
 
 def _records(dataset: str) -> list[dict]:
@@ -50,7 +63,8 @@ def test_harness_agrees_with_plain_execution(dataset, sandbox_factory):
     ]
     assert {r.kind for r in rows} == set(KINDS)  # every mutation kind is exercised
     # the reference itself works: the official tests pass the canonical solutions
-    assert [r.task_id for r in rows if r.kind == "canonical" and not r.plain] == []
+    failing = {r.task_id for r in rows if r.kind == "canonical" and not r.plain}
+    assert failing <= set(UPSTREAM_FAILING), failing - set(UPSTREAM_FAILING)
     differ = {(r.task_id, r.kind): r for r in rows if not r.agree}
     unexplained = {k: r.to_json() for k, r in differ.items() if k not in KNOWN_DISAGREEMENTS}
     assert not unexplained
@@ -65,7 +79,7 @@ def test_mutants_are_mechanical_edits_of_the_entry_point():
     assert "return 7" in mutate(program, "f", "off_by_one")  # other functions stay as they are
     assert mutate(program, "f", "wrong_return").rstrip().endswith("return None")
     raising = mutate(program, "f", "exception")
-    assert raising.index("'''doc'''") < raising.index("raise ValueError") < raising.index("y =")
+    assert raising.index("doc") < raising.index("raise ValueError") < raising.index("y =")
     assert "while True" in mutate(program, "f", "infinite_loop")
     assert mutate("def f():\n    return None\n", "f", "wrong_return") is None  # no such site
     assert mutate("def f():\n    return True\n", "f", "off_by_one") is None  # bools are not ints
