@@ -18,7 +18,6 @@ use ``--loop-timeout`` on both sides (a looping program burns its whole limit tw
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections import Counter
@@ -50,13 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", type=Path, help="write every row as JSONL here")
     args = ap.parse_args(argv)
-    data_dir = Path(os.environ.get("MARFT_DATA_DIR") or Path(__file__).parents[2] / "shared/data")
     sb = get_sandbox(args.backend)
     rows: list[Row] = []
     start = time.monotonic()
     try:
         for dataset in args.datasets:
-            records = load_records(dataset, data_dir)
+            records = load_records(dataset)
             if args.limit:
                 records = sample(records, args.limit)
             todo = list(cases(dataset, records, args.kinds))

@@ -29,7 +29,7 @@ from typing import Any
 from marft_envs.code import check
 from marft_envs.code.check import build_program
 from marft_envs.code.sandbox import SandboxLike
-from tasks import Task
+from tasks import Task, resolve_data_dir
 from tasks.code_loaders import humaneval_records, humaneval_to_task, mbpp_to_task, read_jsonl
 
 __all__ = [
@@ -159,13 +159,15 @@ def plain_script(case: Case) -> str:
 
 
 def load_records(dataset: str, data_dir: Path | None = None) -> list[dict[str, Any]]:
-    """The raw upstream records (with their canonical solutions) of ``dataset``."""
+    """The raw upstream records (with their canonical solutions) of ``dataset``; MBPP's from
+    ``data_dir``, else the folder `tasks.resolve_data_dir` finds."""
     if dataset == "humaneval":
         return humaneval_records()
     if dataset == "mbpp":
-        if data_dir is None:
-            raise ValueError("MBPP needs data_dir (the folder holding mbpp/mbpp.jsonl)")
-        return read_jsonl(data_dir / MBPP_FILE)
+        folder = resolve_data_dir(data_dir)
+        if folder is None:
+            raise ValueError("MBPP needs a data folder holding mbpp/mbpp.jsonl (MARFT_DATA_DIR)")
+        return read_jsonl(folder / MBPP_FILE)
     raise ValueError(f"unknown dataset {dataset!r}; valid: {DATASETS}")
 
 

@@ -8,9 +8,6 @@ run over every problem is benchmarks/bench_harness_differential.py.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from benchmarks.harness_differential import (
@@ -23,9 +20,9 @@ from benchmarks.harness_differential import (
     plain_script,
     sample,
 )
+from tasks import resolve_data_dir
 from tasks.code_loaders import humaneval_records, humaneval_to_task
 
-DATA_DIR = Path(os.environ.get("MARFT_DATA_DIR") or Path(__file__).parents[3] / "shared" / "data")
 PER_DATASET = 40
 TIMEOUT = 3.0
 #: A looping program burns its whole limit on both sides; both sides get this one.
@@ -49,9 +46,10 @@ UPSTREAM_FAILING = {
 
 
 def _records(dataset: str) -> list[dict]:
-    if dataset == "mbpp" and not (DATA_DIR / "mbpp" / "mbpp.jsonl").is_file():
-        pytest.skip(f"MBPP data not found under {DATA_DIR} (set MARFT_DATA_DIR)")
-    return sample(load_records(dataset, DATA_DIR), PER_DATASET)
+    folder = resolve_data_dir()
+    if dataset == "mbpp" and (folder is None or not (folder / "mbpp" / "mbpp.jsonl").is_file()):
+        pytest.skip(f"MBPP data not found (data folder: {folder}; set MARFT_DATA_DIR)")
+    return sample(load_records(dataset), PER_DATASET)
 
 
 @pytest.mark.parametrize("dataset", ["humaneval", "mbpp"])
