@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from tasks.brackets import matching_brace
+
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _THOUSANDS_COMMA = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
@@ -18,7 +20,7 @@ def last_boxed(text: str) -> str | None:
     Braces are matched, so nested groups survive (``\\boxed{\\frac{1}{2}}`` gives
     ``\\frac{1}{2}``). The brace-less form ``\\boxed 2`` (in a few MATH solutions)
     gives the token after the space, up to ``$`` or whitespace. An unclosed brace
-    gives None.
+    gives None; escaped braces (``\\{``, ``\\}``) neither open nor close a group.
     """
     start = max(text.rfind(cmd) for cmd in _BOX_COMMANDS)
     if start < 0:
@@ -30,15 +32,8 @@ def last_boxed(text: str) -> str | None:
         return m.group(1) if m else None
     if not text.startswith("{", i):
         return None
-    depth = 0
-    for j in range(i, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i + 1 : j]
-    return None
+    j = matching_brace(text, i)
+    return text[i + 1 : j] if j >= 0 else None
 
 
 def gsm8k_final_answer(solution: str) -> str | None:

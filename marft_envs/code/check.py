@@ -14,14 +14,16 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from tasks import Task
 
 from ..verdict import Verdict
 from .compare import outputs_match
 from .extract import defines, extract_program
-from .harness import UnitResult, counted_tests, run_python_tests
+from .harness import counted_tests, run_python_tests
+from .outcome import OUTCOMES, Outcome, UnitResult
+from .sandbox.base import Sandbox, SandboxLike
 from .version import GRADER_VERSION
 
 __all__ = [
@@ -36,9 +38,6 @@ __all__ = [
     "shared_sandbox",
 ]
 
-Outcome = Literal["pass", "fail", "timeout", "memory", "runtime_error", "infra_error"]
-#: Every outcome a check can have.
-OUTCOMES: tuple[str, ...] = ("pass", "fail", "timeout", "memory", "runtime_error", "infra_error")
 REWARDS = ("fraction", "all")
 WHICH = ("hidden", "public")
 #: Seconds per test when neither the caller nor the task gives a limit.
@@ -111,11 +110,11 @@ class TestReport:
         )
 
 
-_SHARED: dict[str, Any] = {}
+_SHARED: dict[str, Sandbox] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_sandbox(name: str | None = None) -> Any:
+def shared_sandbox(name: str | None = None) -> Sandbox:
     """The process-wide sandbox of backend ``name`` (None: chosen automatically), created on
     first use and closed at interpreter exit. Environments and `check` share it, so many
     environments in one process (vector rollouts) use one Docker pool, not one each.
@@ -133,7 +132,7 @@ def shared_sandbox(name: str | None = None) -> Any:
         return _SHARED[key]
 
 
-def default_sandbox() -> Any:
+def default_sandbox() -> Sandbox:
     """The automatically selected shared sandbox (``shared_sandbox(None)``)."""
     return shared_sandbox(None)
 
@@ -178,7 +177,7 @@ def precheck(program: str, task: Task) -> str | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = compile(program, "solution.py", "exec", ast.PyCF_ONLY_AST)
+            tree = ast.parse(program, "solution.py")
     except (SyntaxError, ValueError) as e:
         return f"the program does not compile: {type(e).__name__}: {e}"[:300]
     except (RecursionError, MemoryError):
@@ -189,9 +188,15 @@ def precheck(program: str, task: Task) -> str | None:
 
 
 def _io_units(
-    program: str, task: Task, tests: tuple[Any, ...], sandbox: Any, timeout: float, stop_early: bool
+    program: str,
+    task: Task,
+    tests: tuple[Any, ...],
+    sandbox: SandboxLike,
+    timeout: float,
+    stop_early: bool,
 ) -> tuple[list[UnitResult], float, str]:
     units: list[UnitResult] = []
+    outcome: Outcome
     elapsed, backend = 0.0, getattr(sandbox, "name", "")
     rule = str(task.metadata.get("output_rule") or "tokens")
     for i, t in enumerate(tests):
@@ -208,7 +213,8 @@ def _io_units(
         elif status == "infra_error":
             outcome, msg = "infra_error", res.stderr[-300:]
         elif status in ("timeout", "memory"):
-            outcome, msg = status, f"{status} limit exceeded"
+            outcome = "timeout" if status == "timeout" else "memory"
+            msg = f"{status} limit exceeded"
         elif status == "output_limit":
             outcome, msg = "runtime_error", "output limit exceeded"
         else:
@@ -227,7 +233,7 @@ def check(
     completion: str,
     task: Task,
     *,
-    sandbox: Any = None,
+    sandbox: SandboxLike | str | None = None,
     reward: str = "fraction",
     tests: str = "hidden",
     timeout: float | None = None,
@@ -294,6 +300,7 @@ def check(
             extra["program_error"] = result.program_error
     passed = sum(u.outcome == "pass" for u in units)
     failing = [u for u in units if u.outcome != "pass"]
+    outcome: Outcome
     if any(u.outcome == "infra_error" for u in units):
         outcome, reason = (
             "infra_error",
@@ -336,7 +343,7 @@ def _rejected(
     else:
         sources = list(counted_tests(task.tests if which == "hidden" else task.public_tests, task))
     units = tuple(UnitResult(i, src, "runtime_error", reason) for i, src in enumerate(sources))
-    outcome = "runtime_error" if units else "fail"
+    outcome: Outcome = "runtime_error" if units else "fail"
     return TestReport(
         outcome=outcome,
         passed=0,

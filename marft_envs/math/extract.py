@@ -37,6 +37,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tasks.brackets import matching_brace
+
 SOURCES = (
     "boxed",
     "final-answer",
@@ -131,22 +133,8 @@ def _read_box(text: str, start: int) -> tuple[str, int] | None:
         if start == i or not m:  # "\boxedx" is another command, not a box
             return None
         return m.group(0), i + m.end()
-    depth = 0
-    end = min(n, i + _MAX_BOX_CHARS)
-    j = i
-    while j < end:
-        c = text[j]
-        if c == "\\":
-            j += 2  # an escaped character (\{ \} \\) never opens or closes
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return text[i + 1 : j], j + 1
-        j += 1
-    return None
+    j = matching_brace(text, i, i + _MAX_BOX_CHARS)
+    return (text[i + 1 : j], j + 1) if j >= 0 else None
 
 
 def _boxes(text: str) -> list[tuple[str, int, int]]:

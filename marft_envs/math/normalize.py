@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from tasks.brackets import matching_brace
+
 _UNICODE = {
     "\u2212": "-",
     "\u2013": "-",
@@ -138,25 +140,6 @@ _USELESS_SPACE = re.compile(r"(?<![A-Za-z0-9]) | (?![A-Za-z0-9])")
 _SINGLE_TOKEN_PARENS = re.compile(r"^\((-?[A-Za-z0-9.]+)\)$")
 
 
-def _braced(s: str, i: int) -> int:
-    """Index just past the brace group that opens at ``s[i] == '{'``, or -1 if unclosed."""
-    depth = 0
-    j = i
-    while j < len(s):
-        c = s[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    return -1
-
-
 def _unwrap_text(s: str) -> str:
     """Replace ``\\text{...}``-like groups by their content; drop word-only units."""
     out = []
@@ -166,9 +149,10 @@ def _unwrap_text(s: str) -> str:
         m = _TEXT_COMMAND.search(s, pos)
         if not m:
             break
-        end = _braced(s, m.end() - 1)
-        if end < 0:
+        close = matching_brace(s, m.end() - 1)
+        if close < 0:
             break
+        end = close + 1
         inner = s[m.end() : end - 1]
         out.append(s[pos : m.start()])
         words = inner.strip()

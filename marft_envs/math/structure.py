@@ -17,8 +17,11 @@ Shapes decide the order rules used by the comparison:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+
+from tasks.brackets import bracket_depths
 
 from .latex import LatexError, free_symbols, parse_latex
 
@@ -128,26 +131,9 @@ def _is_calculation(lhs: str) -> bool:
     return tree[0] not in ("n", "c", "neg") and not free_symbols(tree)
 
 
-def _scan(s: str):
-    """Yield (index, depth) for every character outside escape sequences."""
-    depth = 0
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\" and i + 1 < len(s) and s[i + 1] in "{}":
-            depth += 1 if s[i + 1] == "{" else -1
-            yield i, depth if s[i + 1] == "}" else depth - 1
-            i += 2
-            continue
-        if c in _OPEN:
-            depth += 1
-            yield i, depth - 1
-        elif c in _CLOSE:
-            depth -= 1
-            yield i, depth
-        else:
-            yield i, depth
-        i += 1
+def _scan(s: str) -> Iterator[tuple[int, int]]:
+    """Yield (index, depth) for every token; ``\\{`` and ``\\}`` count as brackets."""
+    return bracket_depths(s, opens=_OPEN, closes=_CLOSE, escapes="latex")
 
 
 def split_top(s: str, seps: tuple[str, ...]) -> tuple[list[str], list[str]]:

@@ -1,6 +1,6 @@
 """Sandboxes that run untrusted Python programs: docker, bwrap, subprocess (see docs/sandbox.md)."""
 
-from .base import ExecResult, ExecStatus, Sandbox, SandboxLimits
+from .base import ExecResult, ExecStatus, Sandbox, SandboxLike, SandboxLimits
 from .select import BACKEND_NAMES, available_backends, get_sandbox
 
 __all__ = [
@@ -8,6 +8,7 @@ __all__ = [
     "ExecResult",
     "ExecStatus",
     "Sandbox",
+    "SandboxLike",
     "SandboxLimits",
     "available_backends",
     "get_sandbox",

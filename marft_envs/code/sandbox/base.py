@@ -18,7 +18,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Protocol
 
 #: Name of the program file in the work directory.
 PROGRAM_FILE = "main.py"
@@ -125,6 +125,19 @@ class ExecResult:
             "extra_files": {k: len(v) for k, v in self.extra_files.items()},
             "backend": self.backend,
         }
+
+
+class SandboxLike(Protocol):
+    """What the harness and `check` need of a sandbox: a name and `Sandbox.run`.
+
+    Every `Sandbox` satisfies it; so does any object with the same two members (a test's
+    stand-in for a dead daemon, a caller's own backend)."""
+
+    name: str
+
+    def run(self, program: str, *, stdin: str = "", timeout: float | None = None) -> ExecResult:
+        """Run ``program`` once with ``stdin`` under a wall-clock ``timeout`` (seconds)."""
+        ...
 
 
 @dataclass(frozen=True)
