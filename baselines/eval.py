@@ -33,10 +33,10 @@ def evaluate_run(
 
 
 def load_trainer(cfg: Config, run_dir: Path | None, out: Path | None):
-    """The evaluated :class:`~baselines.core.trainer.Trainer` (environments and model resolved,
+    """The evaluated :class:`~baselines.trainer.Trainer` (environments and model resolved,
     the run's latest checkpoint loaded) and that checkpoint (``None``: an untrained model)."""
     from .core.checkpoint import latest_checkpoint
-    from .core.trainer import Trainer
+    from .trainer import Trainer
 
     scratch = run_dir if run_dir is not None else Path(out or ".").parent
     trainer = Trainer(cfg, scratch)
@@ -59,7 +59,7 @@ def evaluate_trainer(
     import marft_envs
     from leaderboard.schema import Bundle, write_bundle
 
-    from .core.trainer import eval_metrics
+    from .trainer import eval_metrics
     from .methods import get_method
 
     cfg = trainer.cfg
