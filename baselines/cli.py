@@ -123,8 +123,8 @@ def team_agents(env_id: str, overrides: dict) -> list[str]:
 def check_envs(cfg: Config) -> None:
     """Fail before any model loads: the environment ids, the keys of ``env.overrides``, and an
     evaluation team whose every agent has a trained policy adapter."""
-    from .trainer import env_overrides
     from .methods import get_method
+    from .trainer import env_overrides
 
     train_id, train_kw = env_overrides(cfg, for_eval=False)
     eval_id, eval_kw = env_overrides(cfg, for_eval=True)
