@@ -5,6 +5,8 @@ An AST read (no imports run), so the check is fast and sees function-local impor
 * a module imports only from its own layer or the layers :data:`LAYERS` allows below it;
 * no module imports a private name (``_name``) from another module, nor a private module of
   another package: a need for one is a need for public API;
+* no two modules import each other, directly or through others (function-local imports
+  included: a cycle there is still two modules that each need the other);
 * no module reads or writes a private attribute (``obj._name``) of an object other than
   ``self``/``cls``, except the few listed in :data:`ALLOWED_REACH_INS` with their reason.
 """
@@ -12,6 +14,7 @@ An AST read (no imports run), so the check is fast and sees function-local impor
 from __future__ import annotations
 
 import ast
+import graphlib
 from functools import cache
 from pathlib import Path
 
@@ -147,6 +150,19 @@ def private_attributes(path: Path) -> list[tuple[int, str]]:
     return out
 
 
+def import_graph() -> dict[str, set[str]]:
+    """module -> the modules of ours it imports (``from pkg import sub`` counts as ``pkg.sub``)."""
+    modules = {module_name(p): p for p in sources()}
+    graph: dict[str, set[str]] = {}
+    for me, path in modules.items():
+        graph[me] = set()
+        for _, target, names in imports(path):
+            subs = [f"{target}.{n}" for n in names if f"{target}.{n}" in modules]
+            graph[me] |= set(subs) if subs else ({target} & set(modules))
+        graph[me].discard(me)
+    return graph
+
+
 def test_every_module_belongs_to_a_layer():
     assert all(layer_of(module_name(p)) for p in sources())
 
@@ -159,6 +175,21 @@ def test_no_module_imports_upward():
 def test_no_module_imports_a_private_name_of_another():
     _, private = violations()
     assert not private, "private names imported across modules:\n" + "\n".join(private)
+
+
+def test_no_import_cycles():
+    try:
+        graphlib.TopologicalSorter(import_graph()).prepare()
+    except graphlib.CycleError as e:
+        pytest.fail("modules that import each other: " + " -> ".join(e.args[1]))
+
+
+def test_the_cycle_check_catches_the_workers_ray_group_cycle_main_had():
+    graph = import_graph()
+    assert "baselines.distributed.workers" in graph["baselines.distributed.ray_group"]
+    graph["baselines.distributed.workers"].add("baselines.distributed.ray_group")
+    with pytest.raises(graphlib.CycleError):
+        graphlib.TopologicalSorter(graph).prepare()
 
 
 def test_no_module_touches_a_private_attribute_of_another_object():
