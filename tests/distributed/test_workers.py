@@ -122,7 +122,8 @@ def test_vector_envs_and_worker_groups_share_the_vector_env_protocol(cls_name):
                "RayWorkerGroup": RayWorkerGroup}
     cls, proto = classes[cls_name], marft_envs.VectorEnv
     methods = {n: v for n, v in vars(proto).items() if not n.startswith("_")}
-    assert {"reset", "next_batch", "step", "waiting", "run", "close", "num_envs", "done"} <= set(methods)
+    expected = {"reset", "next_batch", "step", "waiting", "run", "close", "num_envs", "done"}
+    assert expected <= set(methods)
     for name, want in methods.items():
         have = inspect.getattr_static(cls, name, None)
         assert have is not None, f"{cls_name} lacks {name}"
@@ -132,4 +133,5 @@ def test_vector_envs_and_worker_groups_share_the_vector_env_protocol(cls_name):
             assert _parameters(have) == _parameters(want), f"{cls_name}.{name} differs"
     # the one data attribute, set by every implementation
     assert "possible_agents" in proto.__annotations__
-    assert make_worker_group("inprocess", ENV, 2).possible_agents == marft_envs.make_vec(ENV, 2).possible_agents
+    group = make_worker_group("inprocess", ENV, 2)
+    assert group.possible_agents == marft_envs.make_vec(ENV, 2).possible_agents
