@@ -16,7 +16,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .core.config import Config, ConfigError, apply_overrides, config_help, load_config
+from .core.config import (
+    Config,
+    ConfigError,
+    apply_file,
+    apply_overrides,
+    config_help,
+    load_config,
+)
 
 
 def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -72,9 +79,7 @@ def resolve_config(preset: str, args: argparse.Namespace) -> tuple[Config, Path]
 
         cfg = Config.from_dict(yaml.safe_load(saved.read_text()))
         if args.config:
-            from .core.config import _merge, _read_yaml
-
-            _merge(cfg, _read_yaml(Path(args.config), "config file"), source=args.config)
+            apply_file(cfg, args.config)
         apply_overrides(cfg, flags + list(args.overrides))
         cfg.train.out = str(run_dir)
         cfg.validate()
@@ -118,8 +123,8 @@ def team_agents(env_id: str, overrides: dict) -> list[str]:
 def check_envs(cfg: Config) -> None:
     """Fail before any model loads: the environment ids, the keys of ``env.overrides``, and an
     evaluation team whose every agent has a trained policy adapter."""
-    from .core.trainer import env_overrides
     from .methods import get_method
+    from .trainer import env_overrides
 
     train_id, train_kw = env_overrides(cfg, for_eval=False)
     eval_id, eval_kw = env_overrides(cfg, for_eval=True)
@@ -173,10 +178,10 @@ def train_main(preset: str, description: str, argv: Sequence[str] | None = None)
 
 
 def build_trainer(cfg: Config, out: Path, resume: str | None = None):
-    """The run's :class:`~baselines.core.trainer.Trainer` (config, environments and model
+    """The run's :class:`~baselines.trainer.Trainer` (config, environments and model
     resolved), restored from ``resume``'s newest checkpoint when given; returns
     ``(trainer, start iteration)``, start ``None`` for a fresh run."""
-    from .core.trainer import Trainer, resume_path
+    from .trainer import Trainer, resume_path
 
     out.mkdir(parents=True, exist_ok=True)
     checkpoint = resume_path(resume) if resume else None

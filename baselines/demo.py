@@ -145,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from .core.config import load_config
     from .core.logging import MetricsLogger, plot_learning_curves
-    from .core.trainer import Trainer
+    from .trainer import Trainer
 
     start = time.perf_counter()
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with MetricsLogger(out, console=False, jsonl=True, tensorboard=False) as logger:
         trainer.logger = logger
         before = trainer.evaluate(prefix="eval")
-        trainer._log(0, before)
+        trainer.log(0, before)
         print(
             f"before training: eval score {before['eval/score']:.3f} "
             f"({int(before['eval/episodes'])} greedy episodes)",
@@ -178,14 +178,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for _ in range(cfg.train.iterations):
             m = trainer.step()
-            trainer._log(trainer.iteration, m)
+            trainer.log(trainer.iteration, m)
             print(
                 f"iteration {trainer.iteration}/{cfg.train.iterations}: train score "
                 f"{m['train/score']:.3f}, {m['time/iteration']:.1f}s",
                 flush=True,
             )
         after = trainer.evaluate(prefix="eval")
-        trainer._log(trainer.iteration, after)
+        trainer.log(trainer.iteration, after)
     trainer.save()
     plot = plot_learning_curves(
         out / "metrics.jsonl",

@@ -25,18 +25,11 @@ class EvaluationError(RuntimeError):
     """No evaluation episode could be graded (every verdict was an infrastructure error)."""
 
 
-def evaluate_run(
-    cfg: Config, run_dir: Path | None, out: Path | None, greedy: bool | None = None
-) -> tuple[dict, Path]:
-    """Evaluate ``cfg`` (adapters from ``run_dir``'s latest checkpoint, if any); write the bundle."""
-    return evaluate_trainer(*load_trainer(cfg, run_dir, out), run_dir, out, greedy)
-
-
 def load_trainer(cfg: Config, run_dir: Path | None, out: Path | None):
-    """The evaluated :class:`~baselines.core.trainer.Trainer` (environments and model resolved,
+    """The evaluated :class:`~baselines.trainer.Trainer` (environments and model resolved,
     the run's latest checkpoint loaded) and that checkpoint (``None``: an untrained model)."""
     from .core.checkpoint import latest_checkpoint
-    from .core.trainer import Trainer
+    from .trainer import Trainer
 
     scratch = run_dir if run_dir is not None else Path(out or ".").parent
     trainer = Trainer(cfg, scratch)
@@ -59,8 +52,8 @@ def evaluate_trainer(
     import marft_envs
     from leaderboard.schema import Bundle, write_bundle
 
-    from .core.trainer import eval_metrics
     from .methods import get_method
+    from .trainer import eval_metrics
 
     cfg = trainer.cfg
     eval_set = trainer.eval_set()

@@ -1,7 +1,7 @@
 """The three baselines as small specs over one trainer core.
 
 A spec says which adapters play which agent, which critics value which turn (and what they
-see), and how advantages are computed; :mod:`baselines.core.trainer` does the rest.
+see), and how advantages are computed; :mod:`baselines.trainer` does the rest.
 
 | method        | policy adapters        | critic                                   | advantages              |
 |---------------|------------------------|------------------------------------------|-------------------------|

@@ -20,7 +20,7 @@ import torch
 
 from baselines.core.config import load_config
 from baselines.core.logging import MetricsLogger, plot_side_by_side
-from baselines.core.trainer import Trainer
+from baselines.trainer import Trainer
 from baselines.relay import RELAY_CONFIG, register_relay, relay_model
 
 METHODS = ("marft", "marft_shared", "ippo")

@@ -63,7 +63,7 @@ def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int
     import marft_envs
     from baselines.core import trainer as trainer_module
     from baselines.core.config import load_config
-    from baselines.core.trainer import Trainer
+    from baselines.trainer import Trainer
     from marft_envs import Role, Workflow
 
     torch.set_num_threads(2)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch
 
 from baselines.core.config import load_config
-from baselines.core.trainer import Trainer
+from baselines.trainer import Trainer
 
 
 def measure(model: str, iterations: int, out: Path) -> dict[str, float]:

@@ -213,7 +213,7 @@ def published_peak(device: str) -> tuple[str, float] | None:
 def vllm_check(args, device: str) -> list[float]:
     """One MARFT iteration with the vLLM backend, then the adapter sync; [tokens/s]."""
     from baselines.core.config import Config
-    from baselines.core.trainer import Trainer
+    from baselines.trainer import Trainer
     from baselines.distributed.vllm_generator import VLLMGenerator
 
     cfg = Config.from_dict(

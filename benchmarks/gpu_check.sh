@@ -56,7 +56,7 @@ for entry in "${WHEELS[@]}"; do
     echo "installed $(basename "$wheel") into $SITE"
   fi
 done
-"$PY" -c "import marft_envs, baselines.core.trainer" || {
+"$PY" -c "import marft_envs, baselines.trainer" || {
   echo "the source tree does not import on this machine's packages (see above)"; exit 2; }
 
 # vLLM's engine process must be spawned: the check has already initialised CUDA in this process.

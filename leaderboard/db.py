@@ -11,7 +11,6 @@ import hashlib
 import secrets
 import threading
 from dataclasses import dataclass
-from datetime import datetime
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -271,10 +270,6 @@ def open_db(url: str) -> Database:
     engine = make_engine(url)
     upgrade(engine)
     return Database(engine, sessionmaker(engine, expire_on_commit=False))
-
-
-def as_iso(dt: datetime | None) -> str | None:
-    return None if dt is None else dt.isoformat(timespec="seconds")
 
 
 __all__ = [

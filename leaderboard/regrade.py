@@ -25,7 +25,6 @@ The rules (documented in ``docs/leaderboard.md``):
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 from collections import Counter, defaultdict
@@ -118,13 +117,9 @@ def overrides_for(bundle: Bundle, registered_kwargs: Mapping[str, Any]) -> dict[
 
 def _applicable(spec: Any, server_overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The server overrides this spec's entry point accepts (``sandbox`` only means something to code envs)."""
-    from marft_envs.registry import accepted_kwargs
+    from marft_envs.registry import accepted_kwargs, load_entry_point
 
-    entry = spec.entry_point
-    if isinstance(entry, str):
-        module, _, attr = entry.partition(":")
-        entry = getattr(importlib.import_module(module), attr)
-    valid = accepted_kwargs(entry)
+    valid = accepted_kwargs(load_entry_point(spec.entry_point))
     return {k: v for k, v in server_overrides.items() if valid is None or k in valid}
 
 

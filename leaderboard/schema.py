@@ -161,24 +161,6 @@ class Bundle(_Strict):
         )
 
 
-def evaluation_plan(
-    env: Any, seeds: Iterable[int] = (0,), size: int | None = None
-) -> list[tuple[int, str]]:
-    """The (seed, task_id) pairs a bundle must contain, in order: every seed times the first
-    ``size`` tasks of the environment's dataset split (all tasks when ``size`` is None).
-
-    Play each with ``env.reset(seed=seed, options={"task_id": task_id})``, then pass the
-    episodes to :meth:`Bundle.from_episodes` with the same ``seeds`` and ``dataset_size=size``.
-    ``env`` is an environment or an env id.
-    """
-    if isinstance(env, str):
-        import marft_envs
-
-        env = marft_envs.make(env)
-    ids = env.unwrapped.dataset.ids[:size]
-    return [(int(seed), task_id) for seed in seeds for task_id in ids]
-
-
 def episode_record(ep: Any) -> EpisodeRecord:
     """Convert a played episode (``marft_envs`` ``Episode``, mapping or record) to an ``EpisodeRecord``."""
     if isinstance(ep, EpisodeRecord):

@@ -4,14 +4,16 @@
     env = marft_envs.make("math-3agent")       # a pettingzoo.AECEnv
     marft_envs.pprint_registry()
 
-This package needs only gymnasium, pettingzoo and sympy: it never imports torch.
+This package needs only the core dependencies of ``pyproject.toml`` (no extra): it never imports
+torch, transformers, ``baselines`` or ``leaderboard``.
 """
 
 from .episode import Episode, FinalView, Turn
+from .evaluation import evaluation_plan
 from .flexmg import FlexMGEnv
 from .registry import EnvSpec, check_overrides, make, pprint_registry, register, registry, spec
 from .spaces import UnicodeText
-from .vector import Batch, VectorFlexEnv, make_vec
+from .vector import Batch, VectorEnv, VectorFlexEnv, make_vec
 from .verdict import Verdict
 from .verifiers import Verifier, get_verifier, grader_version, register_verifier
 from .workflow import Role, Workflow, get_workflow, register_workflow, workflow_names
@@ -30,6 +32,7 @@ __all__ = [
     "Role",
     "Turn",
     "UnicodeText",
+    "VectorEnv",
     "VectorFlexEnv",
     "Verdict",
     "Verifier",
@@ -37,6 +40,7 @@ __all__ = [
     "get_verifier",
     "get_workflow",
     "check_overrides",
+    "evaluation_plan",
     "grader_version",
     "make",
     "make_vec",

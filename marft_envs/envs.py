@@ -39,9 +39,7 @@ def register_math_envs() -> None:
 
 def register_builtin_envs() -> None:
     """Register every built-in id (idempotent)."""
+    from .code.env import register_code_envs  # stdlib and core dependencies only
+
     register_math_envs()
-    try:
-        from .code.env import register_code_envs
-    except ImportError:  # the code suite is optional while it is being built
-        return
     register_code_envs()

@@ -32,6 +32,8 @@ class EnvSpec:
     kwargs: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     max_episode_turns: int | None = None
+    """Gymnasium's ``max_episode_steps`` for turns: :func:`make` passes it to the entry point as
+    ``max_turns`` (an episode that reaches it is truncated); ``make(id, max_turns=...)`` wins."""
 
     @property
     def family(self) -> str:
@@ -82,6 +84,14 @@ def register(
     overwrite: bool = False,
 ) -> EnvSpec:
     """Register an environment id. ``entry_point`` is ``"module:attr"`` or a callable."""
+    if max_episode_turns is not None and (
+        isinstance(max_episode_turns, bool)
+        or not isinstance(max_episode_turns, int)
+        or max_episode_turns < 1
+    ):
+        raise ValueError(
+            f"max_episode_turns must be an integer >= 1 or None, got {max_episode_turns!r}"
+        )
     if id in registry and not overwrite:
         raise ValueError(
             f"Environment id {id!r} is already registered (pass overwrite=True to replace it)"
@@ -103,10 +113,14 @@ def spec(id: str) -> EnvSpec:
         ) from None
 
 
-def _load_entry_point(entry_point: str | Callable[..., Any]) -> Callable[..., Any]:
+def load_entry_point(entry_point: str | Callable[..., Any]) -> Callable[..., Any]:
+    """The callable an :class:`EnvSpec` entry point names: ``"module:attr"`` is imported, a
+    callable is returned as it is (what :func:`make` calls)."""
     if callable(entry_point):
         return entry_point
-    module, _, attr = entry_point.partition(":")
+    module, sep, attr = entry_point.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"entry point {entry_point!r} is not of the form 'module:attr'")
     return getattr(importlib.import_module(module), attr)
 
 
@@ -131,7 +145,7 @@ def check_overrides(id: str | EnvSpec, overrides: Mapping[str, Any]) -> None:
     Builds nothing, so a caller (a trainer's config check) can catch a typo before it loads a model.
     """
     spec_ = id if isinstance(id, EnvSpec) else spec(id)
-    valid = accepted_kwargs(_load_entry_point(spec_.entry_point))
+    valid = accepted_kwargs(load_entry_point(spec_.entry_point))
     if valid is not None:
         bad = sorted(set(overrides) - set(valid))
         if bad:
@@ -143,10 +157,19 @@ def check_overrides(id: str | EnvSpec, overrides: Mapping[str, Any]) -> None:
 def make(id: str | EnvSpec, **overrides: Any) -> Any:
     """Build a registered environment, applying keyword overrides to its spec's defaults."""
     spec_ = id if isinstance(id, EnvSpec) else spec(id)
-    fn = _load_entry_point(spec_.entry_point)
+    fn = load_entry_point(spec_.entry_point)
     check_overrides(spec_, overrides)
     kwargs = {**spec_.kwargs, **overrides}
-    env = fn(**kwargs)
+    call = dict(kwargs)
+    if spec_.max_episode_turns is not None and "max_turns" not in call:
+        valid = accepted_kwargs(fn)
+        if valid is not None and "max_turns" not in valid:
+            raise TypeError(
+                f"make({spec_.id!r}): the spec sets max_episode_turns but its entry point takes "
+                "no max_turns argument to apply it"
+            )
+        call["max_turns"] = spec_.max_episode_turns
+    env = fn(**call)
     # Like Gymnasium: the instance knows the spec it was made from (with the overrides applied).
     try:
         env.spec = dataclasses.replace(spec_, kwargs=kwargs)

@@ -15,14 +15,13 @@ same agent id, so one LLM call (one adapter) covers them all. Finished environme
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Protocol
 
 from .episode import Episode
 from .flexmg import FlexMGEnv
-from .prompts import chat_messages
 from .registry import make
-
 
 Policy = Callable[[str, list[dict[str, Any]]], Sequence[str]]
 
@@ -39,6 +38,43 @@ class Batch:
 
     def __len__(self) -> int:
         return len(self.env_indices)
+
+
+class VectorEnv(Protocol):
+    """What a rollout loop needs of many environments stepped in per-agent batches.
+
+    :class:`VectorFlexEnv` is one; a trainer's worker groups (environments in other processes or
+    on other machines) are others, so one loop drives them all. Indices in a :class:`Batch` run
+    over ``0 .. num_envs - 1``.
+    """
+
+    possible_agents: list[str]
+
+    @property
+    def num_envs(self) -> int: ...
+
+    @property
+    def done(self) -> bool:
+        """True when a plan was given to :meth:`reset` and every planned episode finished."""
+        ...
+
+    def reset(
+        self,
+        seed: int | None = None,
+        options: Sequence[dict[str, Any] | None] | None = None,
+        *,
+        plan: Sequence[tuple[int | None, str]] | None = None,
+    ) -> None: ...
+
+    def waiting(self) -> Counter[str]: ...
+
+    def next_batch(self, agent: str | None = None) -> Batch: ...
+
+    def step(self, batch: Batch, actions: Sequence[Any]) -> list[Episode]: ...
+
+    def run(self, policy: Policy, num_episodes: int | None = None) -> list[Episode]: ...
+
+    def close(self) -> None: ...
 
 
 class VectorFlexEnv:
@@ -127,13 +163,11 @@ class VectorFlexEnv:
         ]
         if not idx:
             raise ValueError(f"No environment waits on {agent!r}; waiting: {dict(counts)}")
-        views = [self.envs[i]._view(agent) for i in idx]
-
         return Batch(
             agent=agent,
             env_indices=idx,
-            observations=[obs for _, obs, _ in views],
-            messages=[chat_messages(ins, user) for ins, _, user in views],
+            observations=[self.envs[i].observe(agent) for i in idx],
+            messages=[self.envs[i].messages(agent) for i in idx],
             states=[self.envs[i].state() for i in idx],
         )
 

@@ -474,6 +474,12 @@ def _read_yaml(path: Path, what: str) -> Any:
         raise ConfigError(f"{what} {str(path)!r} is not valid YAML: {e}") from None
 
 
+def apply_file(cfg: Config, file: str | Path) -> Config:
+    """Apply a YAML config file (``{section: {field: value}}``) onto ``cfg``; returns ``cfg``."""
+    _merge(cfg, _read_yaml(Path(file), "config file"), source=str(file))
+    return cfg
+
+
 def apply_overrides(cfg: Config, overrides: list[str]) -> Config:
     """Apply ``key=value`` strings in order (values parsed as YAML scalars); returns ``cfg``."""
     for item in overrides:
@@ -507,7 +513,7 @@ def load_config(
     cfg = Config()
     _merge(cfg, _read_yaml(PRESET_DIR / f"{preset}.yaml", "preset"), source=f"preset {preset}")
     if file is not None:
-        _merge(cfg, _read_yaml(Path(file), "config file"), source=str(file))
+        apply_file(cfg, file)
     apply_overrides(cfg, list(overrides or []))
     cfg.validate()
     return cfg

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from .generation import render_prompts
 from .models import AdapterModel, PackedBatch, gather_hidden
 
 CENTRALIZED = "centralized"
@@ -65,11 +64,6 @@ class Critics:
     def parameters(self, name: str) -> list[nn.Parameter]:
         """Trainable parameters of critic ``name``: its LoRA adapter and its value head."""
         return self.model.parameters(name) + list(self.heads[name].parameters())
-
-    def prompt_ids(self, name_state_agent_role: Sequence[tuple[str, str, str]]) -> list[list[int]]:
-        """Token ids of centralized critic inputs for ``(state, agent, role)`` triples."""
-        convs = [centralized_messages(s, a, r) for s, a, r in name_state_agent_role]
-        return render_prompts(self.model.tokenizer, convs)
 
     def values(self, name: str, batch: PackedBatch) -> torch.Tensor:
         """Values ``[B, A]`` of critic ``name`` at each action-token position of ``batch``.

@@ -1,10 +1,10 @@
 """Text generation behind one small interface.
 
 A :class:`Generator` turns chat conversations into responses under a named adapter, returning
-the text and the exact token ids (prompt and response) the trainer later scores. The default
-backend is transformers ``generate`` (CPU or GPU). A vLLM backend would implement the same
-``generate`` method (load the base once, pass each adapter as a ``LoRARequest``) and is the place
-to add one; it is not built here.
+the text and the exact token ids (prompt and response) the trainer later scores. Two backends
+implement it: :class:`HFGenerator` here (transformers ``generate``, CPU or GPU, the default) and
+``baselines.distributed.vllm_generator.VLLMGenerator`` (``model.backend=vllm``: the base loaded
+once, each adapter passed as a ``LoRARequest``; see docs/distributed.md).
 """
 
 from __future__ import annotations

@@ -18,26 +18,17 @@ import json
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 __all__ = [
     "JSONL_NAME",
     "TENSORBOARD_DIR",
     "MetricsLogger",
-    "ProgressBar",
     "plot_learning_curves",
     "plot_side_by_side",
     "read_jsonl",
@@ -62,53 +53,6 @@ def _fmt(value: float) -> str:
     if value != 0 and (abs(value) < 1e-3 or abs(value) >= 1e5):
         return f"{value:.3e}"
     return f"{value:.4g}"
-
-
-class ProgressBar:
-    """A rich progress bar drawn on the logger's console (metric lines print above it).
-
-    Use as a context manager; ``advance(n, **fields)`` moves it and updates the text
-    fields shown after the bar (``reward=0.5``). Disabled bars do nothing.
-    """
-
-    def __init__(
-        self, console: Console, total: int | None, description: str, enabled: bool = True
-    ) -> None:
-        self.enabled = enabled
-        self._fields: dict[str, str] = {}
-        self._progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("<"),
-            TimeRemainingColumn(),
-            TextColumn("{task.fields[info]}"),
-            console=console,
-            disable=not enabled,
-            transient=False,
-        )
-        self._task = self._progress.add_task(description, total=total, info="")
-
-    def __enter__(self) -> ProgressBar:
-        self._progress.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
-
-    def advance(self, n: float = 1, **fields: Any) -> None:
-        """Move by ``n`` and show ``key=value`` fields (numbers are shortened)."""
-        for k, v in fields.items():
-            self._fields[k] = _fmt(float(v)) if isinstance(v, (int, float)) else str(v)
-        info = " ".join(f"{k}={v}" for k, v in self._fields.items())
-        self._progress.update(self._task, advance=n, info=info)
-
-    def track(self, iterable: Iterable[Any]) -> Iterator[Any]:
-        """Yield from ``iterable``, advancing by one per item."""
-        for item in iterable:
-            yield item
-            self.advance(1)
 
 
 class MetricsLogger:
@@ -184,10 +128,6 @@ class MetricsLogger:
             for g, items in groups.items()
         ]
         return " | ".join(parts)
-
-    def progress(self, total: int | None, description: str = "") -> ProgressBar:
-        """A progress bar on this logger's console (disabled when the console is off)."""
-        return ProgressBar(self.console, total, description, enabled=self._console)
 
     def close(self) -> None:
         """Flush and close the files."""

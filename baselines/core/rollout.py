@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from marft_envs import Batch, Episode, VectorFlexEnv
+from marft_envs import Batch, Episode, VectorEnv
 
 from .generation import Generator, SamplingSpec
 
@@ -82,7 +82,7 @@ def _check_matches(episode: Episode, pending: list[tuple]) -> None:
     )
 
 
-def _batch_for(venv, wanted: dict[int, int | None]) -> Batch | None:
+def _batch_for(venv: VectorEnv, wanted: dict[int, int | None]) -> Batch | None:
     """The next batch restricted to environments whose episode is wanted (``None``: none is).
 
     ``next_batch()``'s agent first; when none of its environments is wanted, the other agents
@@ -106,7 +106,7 @@ def _batch_for(venv, wanted: dict[int, int | None]) -> Batch | None:
 
 
 def collect(
-    venv: VectorFlexEnv,
+    venv: VectorEnv,
     generator: Generator,
     adapter_for: Callable[[str], str | None],
     num_episodes: int | None,
@@ -125,13 +125,14 @@ def collect(
     is how a resumed run replays its data). Episodes with an infrastructure-error verdict are
     dropped and counted (``stats["infra_errors"]``); if every one was, :class:`InfraErrorRollout`.
 
-    With ``plan`` (``(seed, task_id)`` pairs, e.g. ``leaderboard.schema.evaluation_plan``):
+    With ``plan`` (``(seed, task_id)`` pairs, e.g. ``marft_envs.evaluation_plan``):
     ``venv.reset(plan=plan)`` and play until every planned episode finished (``num_episodes``
     must be ``None`` or ``len(plan)``); episodes are returned in finishing order, the
     infrastructure errors kept (a result bundle covers the whole plan) and counted.
 
     ``adapter_for(agent)`` names the adapter that plays ``agent`` (``None``: the bare base).
-    ``venv`` is a ``VectorFlexEnv`` or a worker group (``baselines.distributed``).
+    ``venv`` is any :class:`marft_envs.VectorEnv`: a ``VectorFlexEnv`` or a worker group
+    (``baselines.distributed``).
     """
     if plan is not None:
         plan = list(plan)

@@ -8,14 +8,13 @@ Ray and vLLM are optional extras (``ray``, ``vllm``) and are imported only when 
 See docs/distributed.md.
 """
 
+from .groups import WORKER_KINDS, make_worker_group
 from .workers import (
-    WORKER_KINDS,
     EnvShard,
     InProcessWorkerGroup,
     WorkerError,
     WorkerGroup,
     env_factory,
-    make_worker_group,
     split_evenly,
 )
 

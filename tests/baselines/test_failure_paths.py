@@ -11,7 +11,7 @@ from baselines.core.checkpoint import latest_checkpoint
 from baselines.core.config import ConfigError, load_config
 from baselines.core.models import ModelNotFoundError
 from baselines.core.rollout import InfraErrorRollout
-from baselines.core.trainer import Trainer, eval_metrics
+from baselines.trainer import Trainer, eval_metrics
 from baselines.relay import RELAY_WORKFLOW, register_relay, relay_model
 from marft_envs import Verdict
 

@@ -12,7 +12,7 @@ lock into a protocol that confuses the keys, and the test must show MARFT escape
 import pytest
 
 from baselines.core.config import load_config
-from baselines.core.trainer import Trainer
+from baselines.trainer import Trainer
 from baselines.relay import RELAY_CONFIG, register_relay, relay_model
 
 KEYS = "AB"

@@ -135,19 +135,6 @@ def test_plot_side_by_side(tmp_path):
         plot_side_by_side(runs, "eval/score", tmp_path / "x.png")
 
 
-def test_progress_bar_counts_and_shows_fields(tmp_path):
-    buf = io.StringIO()
-    con = Console(file=buf, width=160, force_terminal=True, color_system=None)
-    log = MetricsLogger(tmp_path, jsonl=False, tensorboard=False, console_obj=con)
-    with log.progress(total=4, description="rollout") as bar:
-        items = list(bar.track(range(3)))
-        bar.advance(1, reward=0.123456, agent="actor_1")
-    log.close()
-    assert items == [0, 1, 2]
-    out = buf.getvalue()
-    assert "rollout" in out and "4/4" in out and "reward=0.1235" in out and "agent=actor_1" in out
-
-
 def test_format_line_numbers():
     from rich.text import Text
 

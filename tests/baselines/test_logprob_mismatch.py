@@ -9,7 +9,7 @@ from baselines.core import algos
 from baselines.core.config import load_config
 from baselines.core.generation import HFGenerator, SamplingSpec
 from baselines.core.models import AdapterModel, LoraSpec, load_base, pack_sequences
-from baselines.core.trainer import Trainer
+from baselines.trainer import Trainer
 
 CONVS = [
     [{"role": "user", "content": "What is 2 + 3?"}],

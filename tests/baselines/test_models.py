@@ -5,7 +5,7 @@ import warnings
 import pytest
 import torch
 
-from baselines.core.critic import CENTRALIZED, Critics
+from baselines.core.critic import CENTRALIZED, Critics, centralized_messages
 from baselines.core.generation import HFGenerator, SamplingSpec, left_pad, render_prompts
 from baselines.core.models import (
     AdapterModel,
@@ -206,7 +206,7 @@ def test_critic_values_action_and_token_level(adapter_model):
     critics = Critics(am, ["critic"], CENTRALIZED)
     with torch.no_grad():
         critics.heads["critic"].linear.weight.normal_()
-    prompts = critics.prompt_ids([("## Problem\n1+1", "actor_1", "actor")])
+    prompts = render_prompts(am.tokenizer, [centralized_messages("## Problem\n1+1", "actor_1", "actor")])
     act = pack_sequences(prompts, [[]], am.tokenizer.pad_token_id)
     tok = pack_sequences(prompts, [[5, 6, 7]], am.tokenizer.pad_token_id)
     with torch.no_grad():

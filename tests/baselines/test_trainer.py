@@ -7,7 +7,7 @@ import torch
 
 from baselines.core.algos import NonFiniteError
 from baselines.core.config import load_config
-from baselines.core.trainer import Trainer
+from baselines.trainer import Trainer
 from baselines.relay import register_relay, relay_model
 
 BASE = ["model.max_new_tokens=2", "env.num_envs=4", "train.episodes_per_iteration=6",

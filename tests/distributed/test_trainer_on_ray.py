@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-pytest.importorskip("baselines.core.trainer", reason="the trainer has not landed yet")
+pytest.importorskip("baselines.trainer", reason="the trainer has not landed yet")
 
 from baselines.core.config import Config
-from baselines.core.trainer import Trainer
+from baselines.trainer import Trainer
 from marft_envs import Verdict
 
 CFG = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 
 import marft_envs
@@ -103,3 +105,33 @@ def test_a_plan_shorter_than_the_group_leaves_environments_idle():
     assert sorted(signature(group.run(scripted_policy))) == sorted(sig for sig, _ in planned(5, PLAN[:3]))
     with pytest.raises(ValueError, match="needs num_episodes"):
         make_worker_group("inprocess", ENV, 2, seed=0, **OVERRIDES).run(scripted_policy)
+
+
+def _parameters(fn):
+    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+
+@pytest.mark.parametrize("cls_name", ["VectorFlexEnv", "WorkerGroup", "RayWorkerGroup"])
+def test_vector_envs_and_worker_groups_share_the_vector_env_protocol(cls_name):
+    """What collect() takes (marft_envs.VectorEnv), member by member with the same parameters;
+    mypy checks the same where the trainer hands a worker group to collect()."""
+    from baselines.distributed.ray_group import RayWorkerGroup
+    from baselines.distributed.workers import WorkerGroup
+
+    classes = {"VectorFlexEnv": marft_envs.VectorFlexEnv, "WorkerGroup": WorkerGroup,
+               "RayWorkerGroup": RayWorkerGroup}
+    cls, proto = classes[cls_name], marft_envs.VectorEnv
+    methods = {n: v for n, v in vars(proto).items() if not n.startswith("_")}
+    expected = {"reset", "next_batch", "step", "waiting", "run", "close", "num_envs", "done"}
+    assert expected <= set(methods)
+    for name, want in methods.items():
+        have = inspect.getattr_static(cls, name, None)
+        assert have is not None, f"{cls_name} lacks {name}"
+        if isinstance(want, property):
+            assert isinstance(have, property), f"{cls_name}.{name} is not a property"
+        else:
+            assert _parameters(have) == _parameters(want), f"{cls_name}.{name} differs"
+    # the one data attribute, set by every implementation
+    assert "possible_agents" in proto.__annotations__
+    group = make_worker_group("inprocess", ENV, 2)
+    assert group.possible_agents == marft_envs.make_vec(ENV, 2).possible_agents

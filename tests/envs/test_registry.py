@@ -71,3 +71,66 @@ def test_pprint_registry_lists_every_id():
     text = marft_envs.pprint_registry(print_output=False)
     for family in FAMILIES:
         assert f"{family}-3agent" in text
+
+
+def _play(env, seed=0):
+    """Play one episode with a non-answer; the number of turns and whether it was truncated."""
+    env.reset(seed=seed)
+    turns = 0
+    for agent in env.agent_iter():
+        _, _, term, trunc, _ = env.last()
+        if term or trunc:
+            env.step(None)
+        else:
+            env.step("I cannot tell.")  # never correct, so no episode stops early
+            turns += 1
+    return turns, env.episode().truncated
+
+
+@pytest.fixture
+def limited_id():
+    """A three-round two-agent id whose spec stops episodes after three turns."""
+    env_id = "arith-limited-2agent"
+    marft_envs.register(env_id, "marft_envs.flexmg:FlexMGEnv", overwrite=True,
+                        kwargs={"dataset": "arith", "workflow": "math-dual", "horizon": 3},
+                        max_episode_turns=3)
+    yield env_id
+    del marft_envs.registry[env_id]
+
+
+def test_max_episode_turns_truncates_like_gymnasium_max_episode_steps(limited_id):
+    assert _play(marft_envs.make(limited_id)) == (3, True)
+    env = marft_envs.make(limited_id)
+    assert env.spec.max_episode_turns == 3 and "max_turns" not in env.spec.kwargs
+    # an explicit max_turns wins over the spec's limit, as max_episode_steps does in Gymnasium
+    assert _play(marft_envs.make(limited_id, max_turns=None)) == (6, False)
+    assert _play(marft_envs.make(limited_id, max_turns=5)) == (5, True)
+
+
+def test_max_episode_turns_is_checked_when_registered():
+    for bad in (0, -1, 2.5, True, "3"):
+        with pytest.raises(ValueError, match="max_episode_turns must be an integer >= 1"):
+            marft_envs.register("arith-bad-2agent", "marft_envs.flexmg:FlexMGEnv",
+                                max_episode_turns=bad)
+    assert "arith-bad-2agent" not in marft_envs.registry
+
+
+def test_max_episode_turns_needs_an_entry_point_that_can_apply_it():
+    def build(dataset="arith"):
+        return marft_envs.make("arith-2agent")
+
+    marft_envs.register("arith-nolimit-2agent", build, max_episode_turns=2, overwrite=True)
+    try:
+        with pytest.raises(TypeError, match="takes no max_turns argument"):
+            marft_envs.make("arith-nolimit-2agent")
+    finally:
+        del marft_envs.registry["arith-nolimit-2agent"]
+
+
+def test_load_entry_point_is_what_make_calls():
+    from marft_envs.registry import load_entry_point
+
+    assert load_entry_point("marft_envs.flexmg:FlexMGEnv") is FlexMGEnv
+    assert load_entry_point(FlexMGEnv) is FlexMGEnv
+    with pytest.raises(ValueError, match="not of the form 'module:attr'"):
+        load_entry_point("marft_envs.flexmg.FlexMGEnv")

@@ -74,8 +74,6 @@ def test_bundle_json_is_plain_json(honest_bundle: Bundle) -> None:
 
 
 def test_evaluation_plan_lists_what_a_bundle_must_cover(honest_bundle: Bundle) -> None:
-    from leaderboard.schema import evaluation_plan
-
-    plan = evaluation_plan("arith-2agent", seeds=(0, 1), size=5)
+    plan = marft_envs.evaluation_plan("arith-2agent", seeds=(0, 1), size=5)
     assert plan == [(e.seed, e.task_id) for e in honest_bundle.episodes]
-    assert len(evaluation_plan("arith-2agent")) == len(marft_envs.make("arith-2agent").unwrapped.dataset)
+    assert len(marft_envs.evaluation_plan("arith-2agent")) == len(marft_envs.make("arith-2agent").unwrapped.dataset)

@@ -34,7 +34,7 @@ from pathlib import Path
 from .base import WORK_DIR, ExecResult, ExecStatus, Job, Sandbox, decode, infra_error
 from .image import IMAGE
 from .outcome import classify
-from .rlimits import _RESOURCE, MB, for_run, rlimits
+from .rlimits import MB, RESOURCES, for_run, rlimits
 from .subprocess_backend import program_env
 from .warm_host import WARM_SOURCE, warm_config
 
@@ -350,7 +350,7 @@ def _payload(job: Job, lim, nonce: str, python: str, warm: bool = False) -> byte
         # NPROC is left to the container's pids limit: without a user namespace it
         # would count every uid-65534 process on the host.
         "rlimits": [
-            [_RESOURCE[n], v] for n, v in rlimits(for_run(lim, job.timeout)).items() if n != "nproc"
+            [RESOURCES[n], v] for n, v in rlimits(for_run(lim, job.timeout)).items() if n != "nproc"
         ],
         "extra_files_bytes": lim.extra_files_bytes,
         "warm": warm,

@@ -28,21 +28,24 @@ import numpy as np
 import torch
 
 import marft_envs
+from marft_envs import VectorEnv
 
-from . import algos, diagnostics
-from .advantages import RowKey, compute_advantages, whiten
-from .checkpoint import (
+from .core import algos, diagnostics
+from .core.advantages import RowKey, compute_advantages, whiten
+from .core.checkpoint import (
     capture_rng_state,
     latest_checkpoint,
     load_checkpoint,
     restore_rng_state,
     save_checkpoint,
 )
-from .config import Config, ConfigError
-from .critic import CENTRALIZED, Critics, centralized_messages
-from .generation import HFGenerator, SamplingSpec, render_prompts
-from .models import AdapterModel, LoraSpec, load_base, pack_sequences
-from .rollout import Rollout, TurnSample, collect
+from .core.config import Config, ConfigError
+from .core.critic import CENTRALIZED, Critics, centralized_messages
+from .core.generation import HFGenerator, SamplingSpec, render_prompts
+from .core.models import AdapterModel, LoraSpec, load_base, pack_sequences
+from .core.rollout import Rollout, TurnSample, collect
+from .distributed import make_worker_group
+from .methods import get_method
 
 EVAL_SEED = 1_000_003  # evaluation episodes are the same for every run and method
 
@@ -150,8 +153,6 @@ class Trainer:
     """
 
     def __init__(self, cfg: Config, out_dir: str | Path, base=None, logger=None):
-        from ..methods import get_method
-
         cfg.validate()
         self.cfg = cfg
         self.out_dir = Path(out_dir)
@@ -211,7 +212,7 @@ class Trainer:
         self.critics = Critics(self.critic_model, self.critic_names, self.method.critic_kind)
         self.pad_id = tokenizer.pad_token_id
         if cfg.model.backend == "vllm":
-            from ..distributed.vllm_generator import VLLMGenerator
+            from .distributed.vllm_generator import VLLMGenerator
 
             self.generator = VLLMGenerator.build(
                 self.model,
@@ -253,7 +254,7 @@ class Trainer:
         """Run until ``train.iterations``; evaluate, checkpoint and log on the way."""
         t = self.cfg.train
         if self.iteration == 0 and self.cfg.env.eval_episodes > 0:
-            self._log(0, self.evaluate(prefix="eval"))
+            self.log(0, self.evaluate(prefix="eval"))
         bar = None
         if progress:
             from tqdm import tqdm
@@ -263,7 +264,7 @@ class Trainer:
             )
         while self.iteration < t.iterations:
             metrics = self.step()
-            self._log(self.iteration, metrics)
+            self.log(self.iteration, metrics)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(score=f"{metrics['train/score']:.3f}")
@@ -274,7 +275,7 @@ class Trainer:
                 and not done
                 and self.cfg.env.eval_episodes
             ):
-                self._log(self.iteration, self.evaluate(prefix="eval"))
+                self.log(self.iteration, self.evaluate(prefix="eval"))
             if t.checkpoint_every and self.iteration % t.checkpoint_every == 0 and not done:
                 self.save()
         if bar is not None:
@@ -284,7 +285,7 @@ class Trainer:
             and t.iterations > 0
             and not any(h["step"] == self.iteration and "eval/score" in h for h in self.history)
         ):
-            self._log(self.iteration, self.evaluate(prefix="eval"))
+            self.log(self.iteration, self.evaluate(prefix="eval"))
         self.save()
         return self.history
 
@@ -393,15 +394,13 @@ class Trainer:
     def eval_set(self, episodes: int | None = None, seed: int = EVAL_SEED) -> EvalSet:
         """What an evaluation plays: every seed times the first ``size`` tasks of the evaluation
         split (``env.eval_episodes``, capped at the split's size), as the leaderboard requires."""
-        from leaderboard.schema import evaluation_plan
-
         n = self.cfg.env.eval_episodes if episodes is None else episodes
         if (n, seed) not in self._eval_sets:  # cached: making an env may start a sandbox
             env_id, overrides = env_overrides(self.cfg, for_eval=True)
             env = marft_envs.make(env_id, **overrides)
             try:
                 size = min(n, len(env.unwrapped.dataset))
-                plan = evaluation_plan(env, seeds=[seed], size=size)
+                plan = marft_envs.evaluation_plan(env, seeds=[seed], size=size)
             finally:
                 env.close()
             self._eval_sets[(n, seed)] = EvalSet(env_id, overrides, [seed], size, plan)
@@ -502,11 +501,9 @@ class Trainer:
 
     # ------------------------------------------------------------------ internals
 
-    def _make_envs(self, env_id: str, seed: int, overrides: dict[str, Any]):
+    def _make_envs(self, env_id: str, seed: int, overrides: dict[str, Any]) -> VectorEnv:
         """The vector environment of training or evaluation: a worker group of ``train.workers``
         kind (in-process by default, Ray actors) with ``train.env_workers`` shards."""
-        from ..distributed.workers import make_worker_group
-
         t = self.cfg.train
         return make_worker_group(
             t.workers,
@@ -517,7 +514,11 @@ class Trainer:
             **overrides,
         )
 
-    def _log(self, step: int, metrics: dict[str, float]) -> None:
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        """Record ``metrics`` at ``step`` in :attr:`history` (merged with what that step already
+        has) and hand them to the run's ``logger``. :meth:`train` logs through here; a caller
+        that drives :meth:`step` and :meth:`evaluate` itself uses it too, and a ``logger`` with
+        its own ``log(step, metrics)`` sees every record (e.g. to print progress)."""
         record = {"step": step, **metrics}
         merged = next((h for h in self.history if h["step"] == step), None)
         if merged is None:
