@@ -51,7 +51,7 @@ ALLOWED_REACH_INS: dict[str, str] = {
     "_os._exit": "os._exit, imported under another name",
     "threading._shutdown": "a forked sandbox child exits the way CPython's finalisation does",
     "atexit._run_exitfuncs": "a forked sandbox child exits the way CPython's finalisation does",
-    "_Session._local": "a class of the same module (code harness)",
+    "Session._local": "the class's own thread-local, reached from its static methods (code harness)",
     "v._name": "the code harness's own proxy classes, which keep no public attributes",
     "v._request": "the code harness's own proxy classes, which keep no public attributes",
     "_RunDir._libc": "a class of the same module (bubblewrap backend)",
