@@ -71,7 +71,8 @@ DEMO_CONFIG = [
 
 
 def addition_dataset(split: str = "test") -> Dataset:
-    """Every ``a + b`` with ``a, b`` in 1..9 (81 tasks), in a fixed shuffled order; the answer is the sum.
+    """Every ``a + b`` with ``a, b`` in 1..9 (81 tasks), in a fixed shuffled order; the answer is the
+    sum.
 
     Shuffled because an evaluation of N episodes plays the first N tasks: in sorted order those
     would all be ``1 + b``, the easiest.

@@ -165,7 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(
-        f"score={metrics['score']:.4f} correct={metrics['correct']:.4f} episodes={metrics['episodes']} "
+        f"score={metrics['score']:.4f} correct={metrics['correct']:.4f} "
+        f"episodes={metrics['episodes']} "
         f"infra_errors={metrics['infra_errors']} grader={metrics['grader_version']} "
         f"checkpoint={metrics['checkpoint']}"
     )

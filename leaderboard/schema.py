@@ -180,7 +180,8 @@ def evaluation_plan(
 
 
 def episode_record(ep: Any) -> EpisodeRecord:
-    """Convert a played episode (``marft_envs`` ``Episode``, mapping or record) to an ``EpisodeRecord``."""
+    """Convert a played episode (``marft_envs`` ``Episode``, mapping or record) to an
+    ``EpisodeRecord``."""
     if isinstance(ep, EpisodeRecord):
         return ep
     if isinstance(ep, Mapping):
@@ -222,7 +223,8 @@ def bundle_path(path: str | Path) -> Path:
     target = path / BUNDLE_FILENAME if path.is_dir() else path
     if not target.is_file():
         raise FileNotFoundError(
-            f"no bundle at {path}: expected a .json file or a directory containing {BUNDLE_FILENAME}"
+            f"no bundle at {path}: expected a .json file or a directory containing "
+            f"{BUNDLE_FILENAME}"
         )
     return target
 

@@ -7,6 +7,7 @@
 This package needs only gymnasium, pettingzoo and sympy: it never imports torch.
 """
 
+from .envs import register_builtin_envs
 from .episode import Episode, FinalView, Turn
 from .flexmg import FlexMGEnv
 from .registry import EnvSpec, check_overrides, make, pprint_registry, register, registry, spec
@@ -15,7 +16,6 @@ from .vector import Batch, VectorFlexEnv, make_vec
 from .verdict import Verdict
 from .verifiers import Verifier, get_verifier, grader_version, register_verifier
 from .workflow import Role, Workflow, get_workflow, register_workflow, workflow_names
-from .envs import register_builtin_envs
 
 __version__ = "0.1.0"
 
@@ -34,9 +34,10 @@ __all__ = [
     "Verdict",
     "Verifier",
     "Workflow",
+    "__version__",
+    "check_overrides",
     "get_verifier",
     "get_workflow",
-    "check_overrides",
     "grader_version",
     "make",
     "make_vec",
@@ -47,5 +48,4 @@ __all__ = [
     "registry",
     "spec",
     "workflow_names",
-    "__version__",
 ]

@@ -41,7 +41,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print(f"[bold]{s.id}[/bold]  {s.description}")
     console.print(json.dumps(json.loads(s.to_json()), indent=2))
     console.print(
-        f"dataset: {u.dataset.name}/{u.dataset.split}  tasks={len(u.dataset)}  hash={u.dataset.hash}"
+        f"dataset: {u.dataset.name}/{u.dataset.split}  tasks={len(u.dataset)}  "
+        f"hash={u.dataset.hash}"
     )
     console.print(
         f"workflow: {u.workflow.name}  dependency matrix: {[list(r) for r in u.workflow.matrix]}"

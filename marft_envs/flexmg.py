@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gymnasium import spaces
 from pettingzoo import AECEnv
@@ -119,7 +120,8 @@ class FlexMGEnv(AECEnv):
             raise ValueError(f"reward_to must be one of {REWARD_TO}, got {reward_to!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(
-                f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}"
+                f"render_mode must be one of {self.metadata['render_modes']} or None, got "
+                f"{render_mode!r}"
             )
         if max_turns is not None and max_turns < 1:
             raise ValueError(f"max_turns must be >= 1 or None, got {max_turns!r}")
@@ -135,7 +137,8 @@ class FlexMGEnv(AECEnv):
             raise ValueError(f"Dataset {self.dataset.name!r} split {self.dataset.split!r} is empty")
         if self.dataset.kind != self.workflow.task_kind:
             raise ValueError(
-                f"Workflow {self.workflow.name!r} is for {self.workflow.task_kind} tasks but dataset "
+                f"Workflow {self.workflow.name!r} is for {self.workflow.task_kind} tasks but "
+                "dataset "
                 f"{self.dataset.name!r} holds {self.dataset.kind} tasks"
             )
         self.verifier = get_verifier(verifier, **dict(verifier_kwargs or {}))
@@ -240,10 +243,10 @@ class FlexMGEnv(AECEnv):
             ]
 
         self.agents = self.possible_agents[:]
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
         self.infos = {a: {"task_id": self.task.id, "round": 0} for a in self.agents}
         self.round = 0
         self._history, self._turns, self._feedbacks, self._verdicts = [], [], [], []
@@ -433,7 +436,7 @@ class FlexMGEnv(AECEnv):
     def episode(self) -> Episode:
         """The record of the current (or just finished) episode."""
         last = self._verdicts[-1] if self._verdicts else None
-        returns: dict[str, float] = {a: 0.0 for a in self.possible_agents}
+        returns: dict[str, float] = dict.fromkeys(self.possible_agents, 0.0)
         for t in self._turns:
             returns[t.agent] += t.reward
         answer_pos = self.workflow.answerer_index

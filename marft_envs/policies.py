@@ -17,7 +17,10 @@ def oracle(env: Any, agent: str, obs: dict[str, Any]) -> str:
     """Role-flavoured text that ends with the correct answer (math) or the reference program (code)."""
     task = env.unwrapped.task
     if task.kind == "math":
-        return f"As {obs['role']}, I worked through the problem step by step.\nThe answer is \\boxed{{{task.answer}}}."
+        return (
+            f"As {obs['role']}, I worked through the problem step by step.\nThe answer is "
+            f"\\boxed{{{task.answer}}}."
+        )
     solution = (
         task.metadata.get("canonical_solution") or task.metadata.get("reference_solution") or "pass"
     )

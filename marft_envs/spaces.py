@@ -36,5 +36,5 @@ class UnicodeText(Space[str]):
     def __repr__(self) -> str:
         return f"UnicodeText(max_length={self.max_length})"
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, UnicodeText) and other.max_length == self.max_length

@@ -19,8 +19,9 @@ import io
 import random
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from pettingzoo.test import api_test, render_test, seed_test
@@ -208,7 +209,8 @@ LLM_CHECKS: dict[str, Callable[[Callable[..., Any]], None]] = {
 def check_env(
     env_or_id: Any, *, num_cycles: int = 50, verbose: bool = False, **overrides: Any
 ) -> ConformanceReport:
-    """Run PettingZoo's ``api_test``, ``seed_test``, ``render_test`` and state checks, then the LLM checks.
+    """Run PettingZoo's ``api_test``, ``seed_test``, ``render_test`` and state checks, then the LLM
+    checks.
 
     ``env_or_id`` is a registered id or an environment made by :func:`marft_envs.make` (its spec,
     overrides included, is used to build fresh copies). Raises ``AssertionError`` naming the check.
@@ -240,7 +242,8 @@ def check_env(
     checks = {**pz_checks, **{name: (lambda f=f: f(env_fn)) for name, f in LLM_CHECKS.items()}}
     for name, run in checks.items():
         start = time.monotonic()
-        # PettingZoo's tests print and warn about numpy-only conventions that text envs do not follow.
+        # PettingZoo's tests print and warn about numpy-only conventions that text envs do not
+        # follow.
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()) as out:
             warnings.simplefilter("ignore")
             try:

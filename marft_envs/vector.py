@@ -15,14 +15,14 @@ same agent id, so one LLM call (one adapter) covers them all. Finished environme
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .episode import Episode
 from .flexmg import FlexMGEnv
 from .prompts import chat_messages
 from .registry import make
-
 
 Policy = Callable[[str, list[dict[str, Any]]], Sequence[str]]
 
@@ -52,7 +52,8 @@ class VectorFlexEnv:
         for i, env in enumerate(self.envs):
             if list(env.possible_agents) != self.possible_agents:
                 raise ValueError(
-                    f"Environment {i} has agents {env.possible_agents}, expected {self.possible_agents}: "
+                    f"Environment {i} has agents {env.possible_agents}, expected "
+                    f"{self.possible_agents}: "
                     "a vector environment needs one team layout"
                 )
         self.seed = seed
@@ -149,7 +150,8 @@ class VectorFlexEnv:
             env = self.envs[i]
             if env.agent_selection != batch.agent:
                 raise ValueError(
-                    f"Environment {i} waits on {env.agent_selection!r}, not {batch.agent!r}: stale batch"
+                    f"Environment {i} waits on {env.agent_selection!r}, not {batch.agent!r}: "
+                    "stale batch"
                 )
             env.step(action)
             if env.terminations[env.agent_selection] or env.truncations[env.agent_selection]:

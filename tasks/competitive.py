@@ -634,12 +634,14 @@ register_dataset(
     load_apps,
     splits=("test", "train"),
     kind="code",
-    description="APPS (Hendrycks et al. 2021): 10,000 problems, stdin/stdout and call-based; by difficulty",
+    description="APPS (Hendrycks et al. 2021): 10,000 problems, stdin/stdout and call-based; by "
+    "difficulty",
 )
 register_dataset(
     "codecontests",
     load_codecontests,
     splits=("test", "valid", "train"),
     kind="code",
-    description="CodeContests (Li et al. 2022): Codeforces-style stdin/stdout, many hidden tests, time limits",
+    description="CodeContests (Li et al. 2022): Codeforces-style stdin/stdout, many hidden tests, time "
+    "limits",
 )

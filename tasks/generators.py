@@ -64,7 +64,7 @@ def render(e: Expr, parent: str | None = None, right: bool = False) -> str:
     fractions under * or / are parenthesised for readability."""
     if isinstance(e, Fraction):
         text = str(e)
-        if e < 0 and parent is not None or (e.denominator != 1 and parent in ("*", "/")):
+        if (e < 0 and parent is not None) or (e.denominator != 1 and parent in ("*", "/")):
             return f"({text})"
         return text
     inner = f"{render(e.left, e.symbol)} {e.symbol} {render(e.right, e.symbol, right=True)}"
@@ -272,5 +272,6 @@ register_dataset(
     splits=SPLITS,
     kind="math",
     needs_data=False,
-    description="Procedural arithmetic and linear equations, seeded per item, levels 1-5 (size=, seed=, level=)",
+    description="Procedural arithmetic and linear equations, seeded per item, levels 1-5 (size=, seed=, "
+    "level=)",
 )

@@ -97,7 +97,8 @@ def _level(value: Any) -> int | None:
 
 
 def math_record_to_task(rec: Record, *, split: str, subject: str, index: int, where: str) -> Task:
-    """A MATH record ``{problem, level, type, solution}`` -> Task ``math/<split>/<subject>/<index:04d>``."""
+    """A MATH record ``{problem, level, type, solution}`` -> Task
+    ``math/<split>/<subject>/<index:04d>``."""
     tid = f"math/{split}/{subject}/{index:04d}"
     problem = _field(rec, "problem", where, f"{index} ({tid})")
     solution = _field(rec, "solution", where, f"{index} ({tid})")
@@ -270,7 +271,8 @@ def _from_hub(
         ", ".join(s.describe() for s in sources)
         if len(sources) == 1
         else (
-            f"{sources[0].repo} (split {sources[0].split}, configs {', '.join(s.config or '' for s in sources)})"
+            f"{sources[0].repo} (split {sources[0].split}, configs "
+            f"{', '.join(s.config or '' for s in sources)})"
         )
     )
     reason = "disabled by hub=False"
@@ -402,7 +404,8 @@ register_dataset(
     load_math,
     splits=("train", "test"),
     kind="math",
-    description="MATH (Hendrycks et al. 2021): 7,500 train / 5,000 test competition problems, 7 subjects, levels 1-5",
+    description="MATH (Hendrycks et al. 2021): 7,500 train / 5,000 test competition problems, 7 "
+    "subjects, levels 1-5",
 )
 register_dataset(
     "math500",
@@ -424,5 +427,6 @@ register_dataset(
     splits=("2024", "validation"),
     kind="math",
     default_split="2024",
-    description="AIME: '2024' = AIME 2024 I+II (30); 'validation' = AIMO validation set, AIME 2022-2024 (90)",
+    description="AIME: '2024' = AIME 2024 I+II (30); 'validation' = AIMO validation set, AIME 2022-2024 "
+    "(90)",
 )

@@ -255,7 +255,8 @@ class Config:
             (
                 t.env_workers <= self.env.num_envs,
                 (
-                    f"train.env_workers={t.env_workers} exceeds env.num_envs={self.env.num_envs}: each "
+                    f"train.env_workers={t.env_workers} exceeds "
+                    f"env.num_envs={self.env.num_envs}: each "
                     "worker needs at least one environment"
                 ),
             ),

@@ -111,7 +111,8 @@ class SampledLogprobs:
 
 
 class HFGenerator:
-    """Batched, left-padded transformers ``generate`` on an :class:`~baselines.core.models.AdapterModel`.
+    """Batched, left-padded transformers ``generate`` on an
+    :class:`~baselines.core.models.AdapterModel`.
 
     Response ids keep the stop token (the policy must learn to stop) and drop padding; texts are
     decoded without special tokens. Sampling draws from the global torch RNG, so a restored RNG

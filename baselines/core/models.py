@@ -326,7 +326,8 @@ class PackedBatch:
     """Right-padded ``prompt + action`` sequences and where each action token is predicted.
 
     ``positions[b, t]`` is the index of the hidden state that predicts action token ``t`` of row
-    ``b`` (the token before it), ``targets[b, t]`` that token, and ``mask[b, t]`` whether it is real.
+    ``b`` (the token before it), ``targets[b, t]`` that token, and ``mask[b, t]`` whether it is
+    real.
     """
 
     input_ids: torch.Tensor  # [B, T] long

@@ -150,7 +150,7 @@ def collect(
     # wanted[i]: start number of the episode environment i plays, None once it is beyond target.
     # A plan fixes the episodes itself (environments go idle), so every environment is wanted.
     if plan is not None:
-        wanted: dict[int, int | None] = {i: 0 for i in range(venv.num_envs)}
+        wanted: dict[int, int | None] = dict.fromkeys(range(venv.num_envs), 0)
     else:
         wanted = {i: (i if i < target else None) for i in range(venv.num_envs)}
     next_start = min(target, venv.num_envs)

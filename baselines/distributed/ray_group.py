@@ -83,7 +83,8 @@ class RayWorkerGroup(WorkerGroup):
     """Environments split over ``num_workers`` Ray actors, presented as one vector environment.
 
     Args:
-        env_fn: picklable factory of one environment (see :func:`~baselines.distributed.workers.env_factory`).
+        env_fn: picklable factory of one environment (see
+        :func:`~baselines.distributed.workers.env_factory`).
         num_envs: environments in the group; ``num_workers`` contiguous shards of them.
         seed: default reset seed (global environment ``i`` gets ``seed + i``).
         call_timeout_s: deadline of one call to one shard (a reset, a batch, a step); a shard
@@ -133,7 +134,7 @@ class RayWorkerGroup(WorkerGroup):
         check_cpus(ray, self.num_workers, options)
         self._actor_cls = ray.remote(EnvShard).options(**options)
         self._actors: list[Any] = [None] * self.num_workers
-        agents = self._call({s: ("ready", ()) for s in range(self.num_workers)}, spawn=True)
+        agents = self._call(dict.fromkeys(range(self.num_workers), ("ready", ())), spawn=True)
         self.possible_agents = agents[0]
 
     # -- calls with deadlines and recovery ---------------------------------------------------
@@ -237,7 +238,7 @@ class RayWorkerGroup(WorkerGroup):
 
     def worker_pids(self) -> list[int]:
         """Process id of each shard's actor (for diagnostics and fault tests)."""
-        pids = self._call({s: ("pid", ()) for s in range(self.num_workers)})
+        pids = self._call(dict.fromkeys(range(self.num_workers), ("pid", ())))
         return [pids[s] for s in range(self.num_workers)]
 
     def close(self) -> None:

@@ -70,7 +70,8 @@ def clean_base_state_dict(peft_model) -> dict[str, torch.Tensor]:
 
 
 def export_base(model, folder: str | Path) -> Path:
-    """Write the base of an :class:`~baselines.core.models.AdapterModel` (weights + tokenizer) for vLLM."""
+    """Write the base of an :class:`~baselines.core.models.AdapterModel` (weights + tokenizer) for
+    vLLM."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     base = model.peft.get_base_model()

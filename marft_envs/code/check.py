@@ -306,7 +306,10 @@ def check(
     else:
         first = failing[0] if failing else None
         outcome = first.outcome if first else "fail"
-        reason = f"passed {passed}/{total} tests; first problem: {first.message if first else 'tests not run'}"
+        reason = (
+            f"passed {passed}/{total} tests; first problem: "
+            f"{first.message if first else 'tests not run'}"
+        )
     return TestReport(
         outcome=outcome,
         passed=passed,

@@ -21,7 +21,8 @@ __all__ = ["defines", "extract_program"]
 # A fence opens with 3+ backticks (or tildes) and an optional info string; it closes with
 # the same fence on its own line.
 _FENCE = re.compile(
-    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)(?:^[ \t]*(?P=fence)[ \t]*$|\Z)",
+    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)(?:^[ "
+    r"\t]*(?P=fence)[ \t]*$|\Z)",
     re.MULTILINE | re.DOTALL,
 )
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}

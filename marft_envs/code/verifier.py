@@ -128,7 +128,10 @@ class CodeVerifier:
         if mode == "none":
             return ""
         if verdict.infra_error:
-            return "The team's program could not be checked (infrastructure error); this round is not scored."
+            return (
+                "The team's program could not be checked (infrastructure error); this round is "
+                "not scored."
+            )
         if mode == "verdict":
             outcome = verdict.details.get("outcome", "pass" if verdict.correct else "fail")
             judged = "correct" if verdict.correct else f"incorrect (outcome: {outcome})"

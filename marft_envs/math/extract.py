@@ -167,7 +167,8 @@ def _boxes(text: str) -> list[tuple[str, int, int]]:
 
 
 # What may stand between two boxes that are one answer: nothing, or a few words with a
-# separator ("\\boxed{1} and \\boxed{2}", "\\boxed{(3, 3)} \\text{ for part (a) and } \\boxed{(1, 1)}").
+# separator ("\\boxed{1} and \\boxed{2}", "\\boxed{(3, 3)} \\text{ for part (a) and } \\boxed{(1,
+# 1)}").
 _BETWEEN_NOISE = re.compile(
     r"\\(?:text|mathrm|textbf)\s*\{([^{}]*)\}|\\q?quad|\\[,;!\s()\[\]]|[$.]"
 )
@@ -211,7 +212,8 @@ def last_boxed(text: str) -> str | None:
 
 
 _MATH_SEGMENT = re.compile(
-    # Inline math ($...$, \\(...\\)) stays on one line, as math-verify reads it; display math may not.
+    # Inline math ($...$, \\(...\\)) stays on one line, as math-verify reads it; display math may
+    # not.
     r"\$\$(.+?)\$\$|(?<![\\$])\$((?:\\\$|[^$\n])+?)(?<!\\)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]",
     re.DOTALL,
 )

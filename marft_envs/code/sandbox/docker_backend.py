@@ -42,7 +42,8 @@ _SUPERVISOR = (Path(__file__).with_name("supervisor.py")).read_text()
 LABEL = "marft.sandbox"
 #: Extra seconds the host waits beyond the program's limit (supervisor start, cleanup).
 _OUTER_GRACE = 3.0
-#: Container memory on top of the program's limit (init, supervisor; tmpfs pages are added separately).
+#: Container memory on top of the program's limit (init, supervisor; tmpfs pages are added
+#: separately).
 _OVERHEAD_MB = 64
 _STDOUT, _STDERR = 1, 2
 #: Inodes per tmpfs: enough for any real program, few enough to wipe quickly.
@@ -141,10 +142,10 @@ class DockerSandbox(Sandbox):
                 user="0:0",
                 network_mode="none",
                 read_only=True,
-                tmpfs={
-                    d: f"size={disk}m,mode=1777,nr_inodes={_INODES},noexec,nosuid,nodev"
-                    for d in ("/work", "/tmp")
-                },
+                tmpfs=dict.fromkeys(
+                    ("/work", "/tmp"),
+                    f"size={disk}m,mode=1777,nr_inodes={_INODES},noexec,nosuid,nodev",
+                ),
                 shm_size=MB,
                 mem_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
                 memswap_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
@@ -191,7 +192,7 @@ class DockerSandbox(Sandbox):
                 pass
         try:
             self.client.api.kill(container.id)
-        except Exception:  # noqa: BLE001, S110 -- never let cleanup or reporting raise
+        except Exception:  # noqa: BLE001 -- never let cleanup or reporting raise
             pass  # already exiting or gone: auto_remove finishes the job
 
     def _discard(self, container: _Container) -> None:
@@ -450,7 +451,7 @@ def _remove_orphans(client) -> None:
                     client.api.kill(c["Id"])  # auto_remove deletes it
                 else:
                     client.api.remove_container(c["Id"], force=True)
-            except Exception:  # noqa: BLE001, S110 -- never let cleanup or reporting raise
+            except Exception:  # noqa: BLE001 -- never let cleanup or reporting raise
                 pass
 
 
@@ -467,7 +468,10 @@ def _alive(pid: int) -> bool:
 def _explain(exc: Exception) -> str:
     text = f"{type(exc).__name__}: {exc}"
     if "ImageNotFound" in type(exc).__name__ or "No such image" in text:
-        return f"the sandbox image {IMAGE} is missing; build it with `python -m marft_envs.code.sandbox.image build` ({text})"
+        return (
+            f"the sandbox image {IMAGE} is missing; build it with `python -m "
+            f"marft_envs.code.sandbox.image build` ({text})"
+        )
     if (
         "Connection" in text
         or "FileNotFoundError" in text

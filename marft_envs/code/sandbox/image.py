@@ -203,7 +203,7 @@ def build(force: bool = False, client=None) -> str:
     if old_id and old_id != client.images.get(IMAGE).id:
         try:  # the previous build, now untagged; kept if a container still uses it
             client.images.remove(old_id)
-        except Exception:  # noqa: BLE001, S110 -- only housekeeping
+        except Exception:  # noqa: BLE001 -- only housekeeping
             pass
     print(f"built image {IMAGE} ({len(files)} files, {size_mb:.1f} MB, fingerprint {fp})")
     return IMAGE

@@ -243,7 +243,7 @@ class WarmParent:
                     os.dup2(null, fd)
                 argv = [python, "-B", "-c", sys.argv[1], str(theirs.fileno()), *sys.argv[2:3]]
                 os.execve(python, argv, env)
-            except BaseException:  # noqa: BLE001, S110 -- the child must never return into the supervisor
+            except BaseException:  # noqa: BLE001 -- the child must never return into the supervisor
                 pass
             os._exit(127)
         theirs.close()
@@ -319,7 +319,8 @@ def run_job_warm(header, blob, stdin_data, inputs, report):
 
 
 def start_program(cfg, blob, stdin_fd):
-    """Fork the program (which first writes the job's files, as uid 65534); return (pid, error or None)."""
+    """Fork the program (which first writes the job's files, as uid 65534); return (pid, error or
+    None)."""
     err_r, err_w = os.pipe()  # close-on-exec: EOF means the exec succeeded
     pid = os.fork()
     if pid == 0:

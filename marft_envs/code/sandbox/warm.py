@@ -126,7 +126,7 @@ def _exit_code(exc):
         return code & 0xFF
     try:
         print(code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
+    except BaseException:  # noqa: BLE001 -- exiting as CPython does; nothing to report to
         pass
     return 1
 
@@ -138,7 +138,7 @@ def _finish():
 
     try:
         threading._shutdown()  # what Py_FinalizeEx does first
-    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
+    except BaseException:  # noqa: BLE001 -- exiting as CPython does; nothing to report to
         pass
     atexit._run_exitfuncs()
     code = None
@@ -176,7 +176,7 @@ def _run_program(argv, handlers, streams, compiled):
         with open(path, "rb") as fh:
             source = fh.read()
         code = compiled.get(source) or compile(source, path, "exec")
-        exec(code, main.__dict__)  # noqa: S102 -- running the program is this process's job
+        exec(code, main.__dict__)  # running the program is this process's job
     except SystemExit as exc:
         status = _exit_code(exc)
     except BaseException as exc:  # the program's uncaught exception: traceback, status 1  # noqa: BLE001 -- untrusted code's exception, handled as CPython would
@@ -214,7 +214,7 @@ def _spawn(request, fds, control, handlers, streams, compiled):
         os.closerange(3, 1 << 16)
         os.chdir(WORK)
         _run_program(request["argv"], handlers, streams, compiled)
-    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
+    except BaseException:  # noqa: BLE001 -- exiting as CPython does; nothing to report to
         pass
     os._exit(127)
 
