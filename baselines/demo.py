@@ -1,4 +1,5 @@
-"""``python -m baselines.demo``: MARFT on single-digit addition with SmolLM2-135M-Instruct, on a CPU.
+"""``python -m baselines.demo``: MARFT on single-digit addition with SmolLM2-135M-Instruct, on a
+CPU.
 
 A two-agent team on ``addition-2agent``, an environment this module registers through the
 public ``marft_envs`` API: the problem is ``"a + b"`` with ``a, b`` in 1..9; a ``solver``
@@ -71,7 +72,8 @@ DEMO_CONFIG = [
 
 
 def addition_dataset(split: str = "test") -> Dataset:
-    """Every ``a + b`` with ``a, b`` in 1..9 (81 tasks), in a fixed shuffled order; the answer is the
+    """Every ``a + b`` with ``a, b`` in 1..9 (81 tasks), in a fixed shuffled order; the answer is
+    the
     sum.
 
     Shuffled because an evaluation of N episodes plays the first N tasks: in sorted order those

@@ -28,7 +28,8 @@ class EvaluationError(RuntimeError):
 def evaluate_run(
     cfg: Config, run_dir: Path | None, out: Path | None, greedy: bool | None = None
 ) -> tuple[dict, Path]:
-    """Evaluate ``cfg`` (adapters from ``run_dir``'s latest checkpoint, if any); write the bundle."""
+    """Evaluate ``cfg`` (adapters from ``run_dir``'s latest checkpoint, if any); write the
+    bundle."""
     return evaluate_trainer(*load_trainer(cfg, run_dir, out), run_dir, out, greedy)
 
 

@@ -1,4 +1,5 @@
-"""``python -m baselines.ippo``: IPPO: one LoRA adapter and one critic per agent; each critic sees only
+"""``python -m baselines.ippo``: IPPO: one LoRA adapter and one critic per agent; each critic sees
+only
 its agent's observation."""
 
 import sys

@@ -119,7 +119,8 @@ def overrides_for(bundle: Bundle, registered_kwargs: Mapping[str, Any]) -> dict[
 
 
 def _applicable(spec: Any, server_overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """The server overrides this spec's entry point accepts (``sandbox`` only means something to code
+    """The server overrides this spec's entry point accepts (``sandbox`` only means something to
+    code
     envs)."""
     from marft_envs.registry import accepted_kwargs
 
@@ -294,7 +295,8 @@ def summarise(grades: list[EpisodeGrade], n_tasks: int) -> tuple[float, float, f
 
 
 def regrade(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None) -> Grade:
-    """Validate and re-grade a bundle. Raises :class:`BundleRejected` or :class:`GradingUnavailable`."""
+    """Validate and re-grade a bundle. Raises :class:`BundleRejected` or
+    :class:`GradingUnavailable`."""
     import marft_envs
 
     env = build_env(bundle, server_overrides)

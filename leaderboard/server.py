@@ -106,7 +106,8 @@ async def read_limited_body(request: Request, max_bytes: int) -> bytes:
 
 
 def parse_bundle(body: bytes) -> Bundle:
-    """Bundle from a request body: 400 for text that is not JSON, 422 for a JSON that is no bundle."""
+    """Bundle from a request body: 400 for text that is not JSON, 422 for a JSON that is no
+    bundle."""
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

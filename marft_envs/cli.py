@@ -16,7 +16,8 @@ console = Console()
 
 
 def _overrides(pairs: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs; values parsed as JSON when possible (numbers, booleans), else strings."""
+    """``key=value`` pairs; values parsed as JSON when possible (numbers, booleans), else
+    strings."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")

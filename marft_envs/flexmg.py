@@ -267,7 +267,8 @@ class FlexMGEnv(AECEnv):
         return chat_messages(instructions, user)
 
     def _view(self, agent: str) -> tuple[str, dict[str, Any], str]:
-        """(role instructions, observation dict, user text) for ``agent``, cached until the next step."""
+        """(role instructions, observation dict, user text) for ``agent``, cached until the next
+        step."""
         key = (agent, self._version)
         if self._view_cache is not None and self._view_cache[0] == key:
             return self._view_cache[1]

@@ -642,6 +642,8 @@ register_dataset(
     load_codecontests,
     splits=("test", "valid", "train"),
     kind="code",
-    description="CodeContests (Li et al. 2022): Codeforces-style stdin/stdout, many hidden tests, time "
-    "limits",
+    description=(
+        "CodeContests (Li et al. 2022): Codeforces-style stdin/stdout, "
+        "many hidden tests, time limits"
+    ),
 )

@@ -256,7 +256,8 @@ def load_arith(
     seed: int = 0,
     level: int | None = None,
 ) -> Loaded:
-    """``size`` items (default 10,000 train / 1,000 test) of ``arith_task(split, seed, i, level)``."""
+    """``size`` items (default 10,000 train / 1,000 test) of ``arith_task(split, seed, i,
+    level)``."""
     n = DEFAULT_SIZE[split] if size is None else size
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"arith: size must be an int >= 0, got {size!r}")
@@ -272,6 +273,8 @@ register_dataset(
     splits=SPLITS,
     kind="math",
     needs_data=False,
-    description="Procedural arithmetic and linear equations, seeded per item, levels 1-5 (size=, seed=, "
-    "level=)",
+    description=(
+        "Procedural arithmetic and linear equations, seeded per item, "
+        "levels 1-5 (size=, seed=, level=)"
+    ),
 )

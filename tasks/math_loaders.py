@@ -266,7 +266,8 @@ def _from_hub(
     convert: Callable[[Sequence[list[dict[str, Any]]]], list[Task]],
     use_hub: bool,
 ) -> Loaded:
-    """Read ``sources`` from the Hub, or raise `DataNotFoundError` saying how to provide the data."""
+    """Read ``sources`` from the Hub, or raise `DataNotFoundError` saying how to provide the
+    data."""
     hub_id = (
         ", ".join(s.describe() for s in sources)
         if len(sources) == 1
@@ -373,7 +374,8 @@ def load_gsm8k(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded
 
 
 def load_aime(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
-    """AIME: split "2024" (AIME 2024 I+II, 30) or "validation" (AIMO validation, AIME 2022-2024, 90)."""
+    """AIME: split "2024" (AIME 2024 I+II, 30) or "validation" (AIMO validation, AIME 2022-2024,
+    90)."""
     rel = AIME_FILES[split]
     path = _first_existing(data_dir, [rel])
     if path is not None:
@@ -427,6 +429,8 @@ register_dataset(
     splits=("2024", "validation"),
     kind="math",
     default_split="2024",
-    description="AIME: '2024' = AIME 2024 I+II (30); 'validation' = AIMO validation set, AIME 2022-2024 "
-    "(90)",
+    description=(
+        "AIME: '2024' = AIME 2024 I+II (30); "
+        "'validation' = AIMO validation set, AIME 2022-2024 (90)"
+    ),
 )

@@ -49,7 +49,8 @@ def source_runtime_env() -> dict[str, Any]:
 
 
 class NotEnoughCPUs(ValueError):
-    """The Ray cluster has fewer free CPUs than the group's actors reserve (they would never start)."""
+    """The Ray cluster has fewer free CPUs than the group's actors reserve (they would never
+    start)."""
 
 
 def check_cpus(ray: Any, num_workers: int, options: dict[str, Any], wait_s: float = 10.0) -> None:

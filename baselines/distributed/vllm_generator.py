@@ -1,4 +1,5 @@
-"""vLLM generation behind the :class:`~baselines.core.generation.Generator` interface (extra ``vllm``).
+"""vLLM generation behind the :class:`~baselines.core.generation.Generator` interface (extra
+``vllm``).
 
 The base model is loaded once into a vLLM engine with LoRA enabled; every agent's adapter is
 served as its own ``LoRARequest`` (multi-LoRA serving: one engine, one base, many adapters).

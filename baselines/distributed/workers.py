@@ -38,7 +38,8 @@ class WorkerError(RuntimeError):
 
 
 def split_evenly(total: int, parts: int) -> list[tuple[int, int]]:
-    """``(offset, size)`` of ``parts`` contiguous shards of ``total`` items, sizes differing by <= 1."""
+    """``(offset, size)`` of ``parts`` contiguous shards of ``total`` items, sizes differing by
+    <= 1."""
     if parts < 1:
         raise ValueError(f"need at least one shard, got {parts}")
     if total < parts:
@@ -264,7 +265,8 @@ class WorkerGroup(ABC):
         return Counter(view.agent for log in self._logs for view in (log.views or {}).values())
 
     def next_batch(self, agent: str | None = None) -> Batch:
-        """The batch for ``agent`` or for the agent most environments wait on (VectorFlexEnv's rule)."""
+        """The batch for ``agent`` or for the agent most environments wait on (VectorFlexEnv's
+        rule)."""
         counts = self.waiting()
         if not counts:
             raise RuntimeError("Every environment is idle: the plan given to reset() is exhausted")

@@ -1,4 +1,5 @@
-"""`CodeVerifier`: the code tasks' implementation of the Verifier protocol (docs/architecture.md)."""
+"""`CodeVerifier`: the code tasks' implementation of the Verifier protocol
+(docs/architecture.md)."""
 
 from __future__ import annotations
 

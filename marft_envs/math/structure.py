@@ -114,7 +114,8 @@ def _names_quantity(lhs: str) -> bool:
 
 
 def _is_calculation(lhs: str) -> bool:
-    """A left side without unknowns (``3 + 4``, ``2 \\cdot 3``, ``e^{i\\pi}``): it states a value."""
+    """A left side without unknowns (``3 + 4``, ``2 \\cdot 3``, ``e^{i\\pi}``): it states a
+    value."""
     bare = _COMMAND.sub("", lhs)
     if _OPERATION.search(lhs):
         return True  # "\\binom{5}{2} = 10", "\\lim_{x \\to 0} \\frac{\\sin x}{x} = 1"

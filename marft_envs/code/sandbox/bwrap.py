@@ -220,7 +220,10 @@ class _RunDir:
     def _mount(self, disk_mb: int) -> None:
         if _RunDir._libc is None:
             _RunDir._libc = ctypes.CDLL(None, use_errno=True)
-        opts = f"size={int(disk_mb) * MB},nr_inodes=16384,uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755".encode()
+        opts = (
+            f"size={int(disk_mb) * MB},nr_inodes=16384,"
+            f"uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755"
+        ).encode()
         if (
             _RunDir._libc.mount(
                 b"tmpfs", self.base.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts
@@ -560,7 +563,8 @@ class BwrapSandbox(Sandbox):
 
     @property
     def warm_stats(self) -> dict[str, Any]:
-        """Counters of the warm path: runs served warm, fallbacks to a cold run, instances started."""
+        """Counters of the warm path: runs served warm, fallbacks to a cold run, instances
+        started."""
         return self._pool.stats() if self.warm else {}
 
     def _run_cold(self, job: Job) -> ExecResult:

@@ -112,7 +112,8 @@ class DockerSandbox(Sandbox):
         return self._client
 
     def start(self) -> None:
-        """Start the pool now (otherwise the first run does). Raises if docker or the image is missing."""
+        """Start the pool now (otherwise the first run does). Raises if docker or the image is
+        missing."""
         with self._lock:
             if self._started:
                 return
