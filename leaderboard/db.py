@@ -208,7 +208,7 @@ class Database:
                 raise ValueError(
                     f"the grade of submission {sub_id} covers other episodes than the stored ones"
                 )
-            for row, g in zip(episodes, grade.episodes):
+            for row, g in zip(episodes, grade.episodes, strict=True):
                 row.score, row.correct = g.score, g.correct
                 row.answer, row.reason = g.answer, g.reason
             return True

@@ -84,7 +84,7 @@ def to_submission(bundle: Bundle, grade: Grade, token_id: int) -> Submission:
             reason=g.reason,
             claimed_score=ep.claimed_score,
         )
-        for g, ep in zip(grade.episodes, bundle.episodes)
+        for g, ep in zip(grade.episodes, bundle.episodes, strict=True)
     ]
     return sub
 

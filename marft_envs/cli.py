@@ -48,7 +48,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print(
         f"workflow: {u.workflow.name}  dependency matrix: {[list(r) for r in u.workflow.matrix]}"
     )
-    for agent, role in zip(u.possible_agents, u.workflow.roles):
+    for agent, role in zip(u.possible_agents, u.workflow.roles, strict=True):
         console.print(
             f"\n[bold]{agent}[/bold] (sees problem: {role.sees_problem})\n{role.instructions}"
         )

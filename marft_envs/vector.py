@@ -146,7 +146,7 @@ class VectorFlexEnv:
                 f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments"
             )
         finished: list[Episode] = []
-        for i, action in zip(batch.env_indices, actions):
+        for i, action in zip(batch.env_indices, actions, strict=True):
             env = self.envs[i]
             if env.agent_selection != batch.agent:
                 raise ValueError(

@@ -314,7 +314,7 @@ def _io_pairs(rec: Record, where: str, record: str) -> list[IOTest]:
             raise MalformedRecordError(
                 where, record, "inputs and outputs must be lists of the same length"
             )
-        pairs = list(zip(ins, outs))
+        pairs = list(zip(ins, outs, strict=True))
     elif isinstance(rec.get("tests"), list):
         pairs = []
         for t in rec["tests"]:

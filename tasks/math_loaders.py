@@ -300,7 +300,7 @@ def load_math(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
     if all(paths):
         tasks = [
             math_record_to_task(rec, split=split, subject=subject, index=i, where=str(path))
-            for subject, path in zip(MATH_SUBJECTS, paths)
+            for subject, path in zip(MATH_SUBJECTS, paths, strict=True)
             for i, rec in enumerate(read_json_list(path))  # type: ignore[arg-type]
         ]
         return Loaded(tasks, str(data_dir / "math" / "raw" / split))  # type: ignore[operator]
@@ -311,11 +311,11 @@ def load_math(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
             math_record_to_task(
                 rec, split=split, subject=src.config or "", index=i, where=src.describe()
             )
-            for src, table in zip(sources, tables)
+            for src, table in zip(sources, tables, strict=True)
             for i, rec in enumerate(table)
         ]
 
-    missing = [r for r, p in zip(rel, paths) if p is None]
+    missing = [r for r, p in zip(rel, paths, strict=True) if p is None]
     return _from_hub("math", split, data_dir, missing, sources, convert, hub)
 
 

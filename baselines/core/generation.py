@@ -179,7 +179,7 @@ class HFGenerator:
         logprobs = recorder.finish(new_ids)
         new = new_ids.tolist()
         stops = set(self.stop_ids)
-        for b, (prompt, row) in enumerate(zip(prompts, new)):
+        for b, (prompt, row) in enumerate(zip(prompts, new, strict=True)):
             # generate pads a row only after its stop token, so a row without a stop token is
             # max_new_tokens genuine samples (a sampled pad id included)
             cut = next((i for i, tok in enumerate(row) if tok in stops), None)

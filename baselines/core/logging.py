@@ -305,7 +305,8 @@ def plot_learning_curves(
             f"no metrics to plot in {jsonl_path}" + (f" matching {keys}" if keys else "")
         )
     plt, fig, axes = _figure(len(panels))
-    for ax, (panel, lines) in zip(axes, panels.items()):
+    # the grid may have more cells than panels (3 columns)
+    for ax, (panel, lines) in zip(axes, panels.items(), strict=False):
         for label, key in lines:
             ax.plot(
                 *_series(rows, key), label=label or None, marker="." if len(rows) < 30 else None
@@ -340,7 +341,8 @@ def plot_side_by_side(
         if not any(_series(rows, k)[0] for rows in data.values()):
             raise ValueError(f"no run in {list(runs)} logged {k!r}")
     plt, fig, axes = _figure(len(keys))
-    for ax, k in zip(axes, keys):
+    # the grid may have more cells than panels (3 columns)
+    for ax, k in zip(axes, keys, strict=False):
         for name, rows in data.items():
             xs, ys = _series(rows, k)
             if xs:

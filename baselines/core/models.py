@@ -364,14 +364,14 @@ def pack_sequences(
     if any(len(p) == 0 for p in prompts):
         raise ValueError("every prompt needs at least one token")
     rows = len(prompts)
-    total = max(len(p) + len(a) for p, a in zip(prompts, actions))
+    total = max(len(p) + len(a) for p, a in zip(prompts, actions, strict=True))
     width = max(1, max(len(a) for a in actions))
     input_ids = torch.full((rows, total), pad_id, dtype=torch.long)
     attention = torch.zeros((rows, total), dtype=torch.long)
     positions = torch.zeros((rows, width), dtype=torch.long)
     targets = torch.full((rows, width), pad_id, dtype=torch.long)
     mask = torch.zeros((rows, width), dtype=torch.bool)
-    for b, (p, a) in enumerate(zip(prompts, actions)):
+    for b, (p, a) in enumerate(zip(prompts, actions, strict=True)):
         seq = list(p) + list(a)
         input_ids[b, : len(seq)] = torch.tensor(seq, dtype=torch.long)
         attention[b, : len(seq)] = 1

@@ -72,7 +72,8 @@ def _check_matches(episode: Episode, pending: list[tuple]) -> None:
     The env may shorten an action (max_action_chars), hence the prefix test.
     """
     if len(episode.turns) == len(pending) and all(
-        t.agent == p[0] and p[3].startswith(t.action) for t, p in zip(episode.turns, pending)
+        t.agent == p[0] and p[3].startswith(t.action)
+        for t, p in zip(episode.turns, pending, strict=True)
     ):
         return
     raise RolloutError(
@@ -249,7 +250,7 @@ def _assemble(
                     p[4],
                     p[5],
                 )
-                for i, (t, p) in enumerate(zip(episode.turns, played))
+                for i, (t, p) in enumerate(zip(episode.turns, played, strict=True))
             ]
         )
     if drop_infra_errors and not episodes:

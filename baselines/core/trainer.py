@@ -547,7 +547,7 @@ class Trainer:
                 # the reference pass runs even without a KL penalty: kl_ref is always logged
                 for which, store in ((adapter, old), (None, ref)):
                     logp, _, mask = self._forward_policy(which, chunk)
-                    for s, row, m in zip(chunk, logp.cpu(), mask.cpu()):
+                    for s, row, m in zip(chunk, logp.cpu(), mask.cpu(), strict=True):
                         store[(s.episode, s.index)] = row[m]
         return old, ref
 
@@ -556,7 +556,7 @@ class Trainer:
             return {(s.episode, s.index): s.prompt_ids for s in samples}
         convs = [centralized_messages(s.state, s.agent, s.role) for s in samples]
         ids = render_prompts(self.model.tokenizer, convs, self.cfg.model.max_prompt_tokens)
-        return {(s.episode, s.index): p for s, p in zip(samples, ids)}
+        return {(s.episode, s.index): p for s, p in zip(samples, ids, strict=True)}
 
     def _forward_values(self, name: str, samples: Sequence[TurnSample], critic_ids) -> torch.Tensor:
         token = self.cfg.algo.level == "token"
@@ -573,7 +573,7 @@ class Trainer:
         """The critic's value where each truncated episode stopped (``Episode.final_view``),
         keyed by advantage row (:func:`~baselines.core.advantages.row_keys`)."""
         wanted: list[tuple[RowKey, str, list[dict]]] = []  # (row, critic, critic input messages)
-        for e, (episode, turns) in enumerate(zip(rollout.episodes, rollout.turns)):
+        for e, (episode, turns) in enumerate(zip(rollout.episodes, rollout.turns, strict=True)):
             view = episode.final_view
             if not episode.truncated:
                 continue
@@ -607,7 +607,7 @@ class Trainer:
                 )
                 batch = pack_sequences(ids, [[] for _ in ids], self.pad_id).to(self.device)
                 values = self.critics.values(name, batch)[:, 0].cpu()
-                out.update({key: float(v) for (key, _, _), v in zip(chunk, values)})
+                out.update({key: float(v) for (key, _, _), v in zip(chunk, values, strict=True)})
         return out
 
     @torch.no_grad()
@@ -619,7 +619,7 @@ class Trainer:
             for i in range(0, len(group), size):
                 chunk = group[i : i + size]
                 values = self._forward_values(name, chunk, critic_ids).cpu()
-                for s, row in zip(chunk, values):
+                for s, row in zip(chunk, values, strict=True):
                     n = len(s.action_ids) if self.cfg.algo.level == "token" else 1
                     out[(s.episode, s.index)] = row[:n].clone()
         return out
@@ -853,7 +853,8 @@ def logprob_mismatch_metrics(
             continue
         sampled = [torch.tensor(s.rollout_logprobs, dtype=torch.float32) for s in group]
         scored = [
-            train_logp[(s.episode, s.index)][: len(r)].float() for s, r in zip(group, sampled)
+            train_logp[(s.episode, s.index)][: len(r)].float()
+            for s, r in zip(group, sampled, strict=True)
         ]
         mask = [torch.ones(len(r), dtype=torch.bool) for r in sampled]
         padded = (pad_sequence(x, batch_first=True) for x in (sampled, scored, mask))

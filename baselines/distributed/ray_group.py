@@ -219,7 +219,7 @@ class RayWorkerGroup(WorkerGroup):
             )
         if replayed:
             views = dict(replayed[0])
-            for (_, idx, _), result in zip(log.steps, replayed[1:]):
+            for (_, idx, _), result in zip(log.steps, replayed[1:], strict=True):
                 apply_step_views(views, idx, result.views)
             if views != log.views:
                 differ = sorted(i for i in log.views if views.get(i) != log.views[i])

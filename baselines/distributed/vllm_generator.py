@@ -147,7 +147,7 @@ def sampled_logprobs(token_ids: Sequence[int], logprobs: Any) -> list[float]:
     Logprob}`` per position; ``None`` when not requested): ``[]`` when absent."""
     if not logprobs:
         return []
-    return [float(pos[tok].logprob) for pos, tok in zip(logprobs, token_ids)]
+    return [float(pos[tok].logprob) for pos, tok in zip(logprobs, token_ids, strict=True)]
 
 
 class VLLMGenerator:
@@ -270,7 +270,7 @@ class VLLMGenerator:
             use_tqdm=False,
         )
         result = Generation([], [], [], [], [])
-        for ids, out in zip(prompts, outputs):
+        for ids, out in zip(prompts, outputs, strict=True):
             completion = out.outputs[0]
             action = action_ids(
                 completion.token_ids,

@@ -294,7 +294,7 @@ class WorkerGroup(ABC):
                 f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments"
             )
         per_shard: dict[int, tuple[list[int], list[Any]]] = {}
-        for i, action in zip(batch.env_indices, actions):
+        for i, action in zip(batch.env_indices, actions, strict=True):
             s = self._shard_of(i)
             local, acts = per_shard.setdefault(s, ([], []))
             local.append(i - self.shards[s][0])

@@ -202,7 +202,8 @@ def last_boxed(text: str) -> str | None:
     if not boxes:
         return None
     items = [boxes[0][0]]
-    for (content, _, end), (_, later_start, _) in zip(boxes[1:], boxes):
+    # each box with the one before it: the offset lists are one apart by design
+    for (content, _, end), (_, later_start, _) in zip(boxes[1:], boxes, strict=False):
         if not _joins(text[end:later_start]):
             break
         if content not in items:

@@ -48,7 +48,7 @@ def _linear(text: str, var: str):
     if not all(isinstance(v, Fraction) for v in values):
         return None
     slope = values[1] - values[0]
-    if any(v != values[0] + slope * k for v, k in zip(values, (0, 1, -2, 3))):
+    if any(v != values[0] + slope * k for v, k in zip(values, (0, 1, -2, 3), strict=True)):
         return None
     return slope, values[0]
 
@@ -96,7 +96,8 @@ def relation_set(rel: st.Relation) -> list[Interval] | None:
             return None
         (var,) = names
         result = None
-        for lhs, op, rhs in zip(rel.parts, rel.ops, rel.parts[1:]):
+        # n parts, n - 1 operators: each operator with its two neighbours
+        for lhs, op, rhs in zip(rel.parts, rel.ops, rel.parts[1:], strict=False):
             half = _half_line(lhs, op, rhs, var)
             if half is None:
                 return None
@@ -205,7 +206,7 @@ def same_set(a: list[Interval], b: list[Interval]) -> bool:
     a, b = _merged(a), _merged(b)
     if len(a) != len(b):
         return False
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         if not (_same(x.lo, y.lo) and _same(x.hi, y.hi)):
             return False
         # An infinite end is open however it is written.

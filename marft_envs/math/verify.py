@@ -237,7 +237,9 @@ def verify_many(
         pool = get_pool(workers)
         n = min(len(pending), workers or pool.size)
         with ThreadPoolExecutor(max_workers=n) as ex:
-            for i, v in zip(pending, ex.map(lambda i: _slow(results[i], limit), pending)):
+            for i, v in zip(
+                pending, ex.map(lambda i: _slow(results[i], limit), pending), strict=True
+            ):
                 results[i] = v
     return results  # type: ignore[return-value]
 
