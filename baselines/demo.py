@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     register_addition()
     cfg = load_config(
-        "marft", overrides=DEMO_CONFIG + [f"model.name={args.model}"] + list(args.overrides)
+        "marft", overrides=[*DEMO_CONFIG, f"model.name={args.model}", *list(args.overrides)]
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

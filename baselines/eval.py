@@ -148,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             run_dir = None
             cfg = load_config(
-                args.method, None, [f"env.id={args.env}", f"model.name={args.model}"] + extra
+                args.method, None, [f"env.id={args.env}", f"model.name={args.model}", *extra]
             )
         require_model(cfg)
         check_envs(cfg)

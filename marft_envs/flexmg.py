@@ -89,7 +89,8 @@ class FlexMGEnv(AECEnv):
         max_action_chars: longer actions are cut to this length (noted in ``infos``).
     """
 
-    metadata = {"name": "flexmg_v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
+    # PettingZoo's AECEnv declares ``metadata`` an attribute (not a ClassVar); it is never mutated.
+    metadata = {"name": "flexmg_v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}  # noqa: RUF012
 
     def __init__(
         self,

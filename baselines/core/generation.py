@@ -144,12 +144,12 @@ class HFGenerator:
     def _generate_chunk(self, adapter, prompts, sampling: SamplingSpec, result: Generation) -> None:
         pad = self.tokenizer.pad_token_id
         ids, mask = left_pad(prompts, pad)
-        kwargs = dict(
-            max_new_tokens=sampling.max_new_tokens,
-            pad_token_id=pad,
-            eos_token_id=self.stop_ids,
-            do_sample=not sampling.greedy,
-        )
+        kwargs = {
+            "max_new_tokens": sampling.max_new_tokens,
+            "pad_token_id": pad,
+            "eos_token_id": self.stop_ids,
+            "do_sample": not sampling.greedy,
+        }
         if not sampling.greedy:
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
         else:

@@ -20,7 +20,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -32,6 +32,9 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
 
 __all__ = [
     "JSONL_NAME",
@@ -90,7 +93,7 @@ class ProgressBar:
         )
         self._task = self._progress.add_task(description, total=total, info="")
 
-    def __enter__(self) -> ProgressBar:
+    def __enter__(self) -> Self:
         self._progress.start()
         return self
 
@@ -199,7 +202,7 @@ class MetricsLogger:
             self._tb.close()
             self._tb = None
 
-    def __enter__(self) -> MetricsLogger:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -210,7 +210,7 @@ class WorkerGroup(ABC):
         Must return a result for every requested shard or raise (never a partial dict).
         """
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 -- a no-op default; groups holding workers override it
         """Release the workers."""
 
     # -- the VectorFlexEnv surface -----------------------------------------------------------

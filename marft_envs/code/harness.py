@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from . import runner
@@ -367,7 +368,7 @@ def _host_exception(name: str, message: str) -> Exception:
     ):
         try:
             return cls(message)
-        except Exception:
+        except TypeError:  # a constructor that wants more than a message (UnicodeDecodeError)
             pass
     return RemoteError(f"{name}: {message}")
 
@@ -498,7 +499,12 @@ class _UnitGuard:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
         if exc is None:
             self.outcomes[self.k] = ("pass", "")
         elif isinstance(exc, _Abort):
@@ -717,7 +723,9 @@ def _replay(
                 fn(target if target is not None else RemoteName(candidate, session))
     except RemoteFailure as e:
         failure = f"{e.outcome}:{e}"
-    except (Exception, _Abort) as e:  # a non-test statement failed: later tests are not reached
+    # The official test code is untrusted and may raise anything: a non-test statement failed,
+    # so later tests are not reached.
+    except (Exception, _Abort) as e:  # noqa: BLE001
         failure = f"runtime_error:{_message(e)}"
     finally:
         _Session.set_current(None)
@@ -777,7 +785,7 @@ def _run_round(
     program_ok = False
     for rec in records:
         if "program_error" in rec:
-            name, msg = (list(rec["program_error"]) + ["", ""])[:2]
+            name, msg = [*rec["program_error"], "", ""][:2]
             outcome = "memory" if name == "MemoryError" else "runtime_error"
             result.program_error = f"{name}: {msg}"
             session.program_failure = RemoteFailure(

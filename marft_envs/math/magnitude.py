@@ -75,7 +75,7 @@ def _power(base: Tree, exp: Tree) -> tuple[float, float] | None:
         ev = _value_bounds(exp)
     if lb is None or ev is None or lb[0] <= 0 <= lb[1]:
         return None  # |base| may be 1: the power may be anything near 1
-    products = [e * l for e in ev for l in lb]
+    products = [e * b for e in ev for b in lb]
     if any(math.isnan(p) for p in products):
         return None
     return min(products), max(products)

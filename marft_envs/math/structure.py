@@ -212,7 +212,7 @@ def parse_answer(s: str) -> object:
         if isinstance(items[0], Assign) and not any(
             isinstance(x, (Assign, Equation)) for x in items[1:]
         ):
-            items = (items[0].value,) + items[1:]  # "x = 1, 2" lists the values of x
+            items = (items[0].value, *items[1:])  # "x = 1, 2" lists the values of x
         return Bag(_flatten_bag(items))
     parts, _ = split_top(s, ("\\cup",))
     if len(parts) > 1:
