@@ -90,7 +90,11 @@ class FlexMGEnv(AECEnv):
     """
 
     # PettingZoo's AECEnv declares ``metadata`` an attribute (not a ClassVar); it is never mutated.
-    metadata = {"name": "flexmg_v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}  # noqa: RUF012
+    metadata: dict[str, Any] = {  # noqa: RUF012
+        "name": "flexmg_v0",
+        "render_modes": ["ansi", "human"],
+        "is_parallelizable": False,
+    }
 
     def __init__(
         self,
@@ -208,14 +212,15 @@ class FlexMGEnv(AECEnv):
         self._feedbacks: list[str] = []
         self._verdicts: list[dict[str, Any]] = []
         self.round = 0
-        self.agents = []
+        self.agents: list[str] = []
         self._truncated = False
         self._version = 0  # bumped by every change of the transcript; keys the view cache
         self._view_cache: tuple[tuple[str, int], tuple[str, dict[str, Any], str]] | None = None
         self._state_cache: tuple[int, str] | None = None
         self._agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         self._sees = [frozenset(self.workflow.sees(i)) for i in range(len(self.possible_agents))]
-        self._past, self._current = (), []
+        self._past: tuple[dict[str, Any], ...] = ()  # earlier rounds' entries, shown to every agent
+        self._current: list[tuple[int, dict[str, Any]]] = []  # (position, entry) of this round
         self.spec = None  # set by make()
 
     # -- PettingZoo API -------------------------------------------------------------------------
@@ -252,8 +257,7 @@ class FlexMGEnv(AECEnv):
         self.round = 0
         self._history, self._turns, self._feedbacks, self._verdicts = [], [], [], []
         self._truncated = False
-        self._past: tuple[dict[str, Any], ...] = ()  # earlier rounds' entries, shown to every agent
-        self._current: list[tuple[int, dict[str, Any]]] = []  # (position, entry) of this round
+        self._past, self._current = (), []
         self._version += 1
         self._selector = AgentSelector(self.agents)
         self.agent_selection = self._selector.reset()

@@ -27,7 +27,7 @@ import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from tasks.dataset import Dataset, Loaded, register_dataset
 from tasks.errors import DataNotFoundError, MalformedRecordError
@@ -97,10 +97,15 @@ def read_jsonl(path: Path) -> list[Any]:
 # ----------------------------------------------------------------------------- HumanEval
 
 
+@overload
+def _parse(source: str, mode: Literal["exec"] = ...) -> ast.Module: ...
+@overload
+def _parse(source: str, mode: Literal["eval"]) -> ast.Expression: ...
 def _parse(source: str, mode: str = "exec") -> ast.AST:
     """ast.parse without the invalid-escape warnings upstream sources trigger."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
         return ast.parse(source, mode=mode)
 
 

@@ -10,12 +10,14 @@ tabled in ``docs/baselines_algorithms.md``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import math
 import types
 import typing
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,7 +49,7 @@ class ConfigError(ValueError):
 def _f(default: Any, help: str) -> Any:
     """A dataclass field with a one-line description (shown by :func:`config_help`)."""
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help})
+        return field(default_factory=partial(copy.copy, default), metadata={"help": help})
     return field(default=default, metadata={"help": help})
 
 
@@ -522,7 +524,7 @@ def config_help() -> str:
     defaults = Config()
     lines = ["Config fields (override with key=value; a bare field name works when unique):"]
     for section, cls in SECTIONS.items():
-        lines.append(f"\n{section}: {cls.__doc__.strip().splitlines()[0]}")
+        lines.append(f"\n{section}: {(cls.__doc__ or cls.__name__).strip().splitlines()[0]}")
         hints = _hints(cls)
         for f in dataclasses.fields(cls):
             default = getattr(getattr(defaults, section), f.name)

@@ -14,14 +14,14 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from tasks import Task
 
 from ..verdict import Verdict
 from .compare import outputs_match
 from .extract import defines, extract_program
-from .harness import UnitResult, counted_tests, run_python_tests
+from .harness import TestOutcome, UnitResult, counted_tests, run_python_tests
 from .version import GRADER_VERSION
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
     "shared_sandbox",
 ]
 
-Outcome = Literal["pass", "fail", "timeout", "memory", "runtime_error", "infra_error"]
+Outcome = TestOutcome
 #: Every outcome a check can have.
 OUTCOMES: tuple[str, ...] = ("pass", "fail", "timeout", "memory", "runtime_error", "infra_error")
 REWARDS = ("fraction", "all")
@@ -294,6 +294,7 @@ def check(
             extra["program_error"] = result.program_error
     passed = sum(u.outcome == "pass" for u in units)
     failing = [u for u in units if u.outcome != "pass"]
+    outcome: Outcome
     if any(u.outcome == "infra_error" for u in units):
         outcome, reason = (
             "infra_error",
@@ -339,7 +340,7 @@ def _rejected(
     else:
         sources = list(counted_tests(task.tests if which == "hidden" else task.public_tests, task))
     units = tuple(UnitResult(i, src, "runtime_error", reason) for i, src in enumerate(sources))
-    outcome = "runtime_error" if units else "fail"
+    outcome: Outcome = "runtime_error" if units else "fail"
     return TestReport(
         outcome=outcome,
         passed=0,

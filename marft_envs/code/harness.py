@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from . import runner
 from .runner import WireError, decode, encode
@@ -63,7 +63,7 @@ MAX_ROUNDS = 4
 #: A placeholder may be tested for truth this many times per replay (bounds ``while`` loops).
 _MAX_PENDING_BOOLS = 10_000
 
-TestOutcome = str  # "pass" | "fail" | "timeout" | "memory" | "runtime_error" | "infra_error"
+TestOutcome = Literal["pass", "fail", "timeout", "memory", "runtime_error", "infra_error"]
 
 _RUNNER_SOURCE: str | None = None
 
@@ -586,7 +586,8 @@ def _compile_tests(
     modules, checks, names = [], [], set()
     for i, src in enumerate(tests):
         with warnings.catch_warnings():  # upstream tests have invalid escapes ('\d' in strings)
-            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
             tree = ast.parse(src, filename=f"<test {i}>")
         check_defs = [
             n
@@ -613,7 +614,8 @@ def _compile_tests(
         tree = _SoftAsserts().visit(tree)
         ast.fix_missing_locations(tree)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+            warnings.simplefilter("ignore", SyntaxWarning)
+            warnings.simplefilter("ignore", DeprecationWarning)
             modules.append(compile(tree, f"<test {i}>", "exec"))
     return _TestProgram(modules, units, checks, names)
 

@@ -49,7 +49,7 @@ _repr = repr
 _ITER_TYPES = tuple(
     _type(x)
     for x in (
-        (i for i in ()),
+        (i for i in range(0)),
         map(int, ()),
         filter(None, ()),
         zip(),

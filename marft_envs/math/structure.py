@@ -186,7 +186,7 @@ def _items(parts: list[str]) -> tuple:
 
 
 def _flatten_bag(items: tuple) -> tuple:
-    out = []
+    out: list = []
     for it in items:
         out.extend(it.items if isinstance(it, Bag) else (it,))
     return tuple(out)

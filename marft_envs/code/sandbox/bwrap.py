@@ -202,7 +202,7 @@ def _as_sandbox_uid(cmd: list[str]) -> tuple[list[str], dict]:
 class _RunDir:
     """A per-run host dir with ``work/`` and ``tmp/``: a size-limited tmpfs when root."""
 
-    _libc = None
+    _libc: ctypes.CDLL | None = None
 
     def __init__(self, disk_mb: int) -> None:
         self.base = tempfile.mkdtemp(prefix="marft-bwrap-")
@@ -220,22 +220,18 @@ class _RunDir:
     def _mount(self, disk_mb: int) -> None:
         if _RunDir._libc is None:
             _RunDir._libc = ctypes.CDLL(None, use_errno=True)
+        libc = _RunDir._libc
         opts = (
             f"size={int(disk_mb) * MB},nr_inodes=16384,"
             f"uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755"
         ).encode()
-        if (
-            _RunDir._libc.mount(
-                b"tmpfs", self.base.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts
-            )
-            != 0
-        ):
+        if libc.mount(b"tmpfs", self.base.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts) != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"cannot mount a tmpfs work dir at {self.base}: {os.strerror(err)}")
         self.mounted = True
 
     def cleanup(self) -> None:
-        if self.mounted:
+        if self.mounted and _RunDir._libc is not None:  # mounted: libc was loaded
             _RunDir._libc.umount2(self.base.encode(), _MNT_DETACH)
         shutil.rmtree(self.base, ignore_errors=True)
 

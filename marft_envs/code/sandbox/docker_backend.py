@@ -27,6 +27,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,6 +168,7 @@ class DockerSandbox(Sandbox):
         except Exception as exc:
             self._last_error = f"{type(exc).__name__}: {exc}"
             raise
+        assert self._python is not None  # start() set it before spawning
         container = _Container(c.id, self._python, sock, getattr(sock, "_sock", sock))
         self._last_error = None
         with self._lock:
@@ -182,11 +184,12 @@ class DockerSandbox(Sandbox):
         """Stop a container for good. The attach socket goes first: while it holds unread
         output, the daemon cannot finish a kill. Closing it also makes the supervisor exit
         (EOF on stdin), after which docker removes the container (auto_remove)."""
-        for close in (
+        closers: tuple[Callable[[], object], ...] = (
             lambda: container.raw.shutdown(socket.SHUT_RDWR),
             container.raw.close,
             container.sock.close,
-        ):
+        )
+        for close in closers:
             try:
                 close()
             except OSError:

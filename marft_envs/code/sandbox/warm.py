@@ -114,7 +114,8 @@ def _fresh_streams(streams):
                 )
             )
     sys.stdin, sys.stdout, sys.stderr = made
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made
+    # the program may read the originals too; typeshed marks them Final, CPython lets them be set
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made  # type: ignore[misc]
 
 
 def _exit_code(exc):
