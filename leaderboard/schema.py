@@ -142,6 +142,8 @@ class Bundle(_Strict):
 
         base = env.unwrapped
         spec = getattr(base, "spec", None) or getattr(env, "spec", None)
+        if spec is None:
+            raise ValueError("env has no spec: build it with marft_envs.make() or pass its id")
         env_spec = json.loads(spec.to_json())
         records = [episode_record(ep) for ep in episodes]
         ds = base.dataset

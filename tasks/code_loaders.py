@@ -281,9 +281,9 @@ def load_mbpp(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
     reason = "disabled (hub=False)"
     if hub:
         try:
-            recs = load_hub_records(source)
+            rows = load_hub_records(source)
             return Loaded(
-                [mbpp_to_task(r, split=split, where=source.describe()) for r in recs], source.uri
+                [mbpp_to_task(r, split=split, where=source.describe()) for r in rows], source.uri
             )
         except HubUnavailable as e:
             reason = str(e)

@@ -575,7 +575,7 @@ def load_codecontests(
             folder.glob(f"data/{split}-*.parquet")
         )
     if shards:
-        recs = [r for p in shards for r in read_parquet(p)]
+        recs: Iterable[Any] = [r for p in shards for r in read_parquet(p)]
         where, uri = str(folder), f"{folder}:{split}"
     else:
         recs, where, uri = _local_or_hub(

@@ -222,7 +222,8 @@ class RayWorkerGroup(WorkerGroup):
             for (_, idx, _), result in zip(log.steps, replayed[1:], strict=True):
                 apply_step_views(views, idx, result.views)
             if views != log.views:
-                differ = sorted(i for i in log.views if views.get(i) != log.views[i])
+                old = log.views or {}
+                differ = sorted(i for i in old if views.get(i) != old[i])
                 raise WorkerError(
                     f"{where} was lost ({why}) and its replay does not reproduce what its "
                     f"environments showed (local environments {differ} differ): the environment "

@@ -134,7 +134,8 @@ class EnvShard:
         stub = Batch(agent, list(indices), [], [], [])
         episodes = self.venv.step(stub, actions)
         for ep in episodes:  # global index, as one VectorFlexEnv of the whole group would say
-            ep.env_index += self.offset
+            if ep.env_index is not None:  # always set by VectorFlexEnv.step
+                ep.env_index += self.offset
         return ShardStep(episodes, self.views(indices))
 
     def views(self, indices) -> dict[int, View]:
@@ -182,7 +183,8 @@ def split_plan(
     for k, item in enumerate(plan):
         i = k % num_envs
         s = next(s for s, (offset, size) in enumerate(shards) if offset <= i < offset + size)
-        out[s].append(tuple(item))
+        index, task_id = item  # a list when the plan came from JSON
+        out[s].append((index, task_id))
     return out
 
 
@@ -275,8 +277,9 @@ class WorkerGroup(ABC):
         merged = Batch(agent, [], [], [], [])
         for s, log in enumerate(self._logs):
             offset = self.shards[s][0]
-            for i in sorted(log.views or {}):
-                view = log.views[i]
+            views = log.views or {}
+            for i in sorted(views):
+                view = views[i]
                 if view.agent == agent:
                     merged.env_indices.append(offset + i)
                     merged.observations.append(view.observation)
@@ -305,7 +308,9 @@ class WorkerGroup(ABC):
         finished: list[Episode] = []
         for s in sorted(results):
             self._logs[s].steps.append((batch.agent, *per_shard[s]))
-            apply_step_views(self._logs[s].views, per_shard[s][0], results[s].views)
+            views = self._logs[s].views
+            assert views is not None  # every shard was reset (_require_reset)
+            apply_step_views(views, per_shard[s][0], results[s].views)
             finished += results[s].episodes
         return finished
 

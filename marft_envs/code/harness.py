@@ -429,7 +429,7 @@ class _Session:
             after = copy.deepcopy(after)
             if type(target) is list and type(after) is list:
                 target[:] = after
-            elif type(target) in (dict, set) and type(after) is type(target):
+            elif isinstance(target, (dict, set)) and type(after) is type(target):
                 target.clear()
                 target.update(after)
         return copy.deepcopy(reply.value)
@@ -902,7 +902,7 @@ def run_python_tests(
         if session.program_failure is not None:
             outcomes = _replay(compiled, prefix_ns, entry_point, session)
     incomplete = session.any_pending  # some value never arrived: no test of this replay may pass
-    units = []
+    units: list[UnitResult] = []
     for u in compiled.units:
         if not u.counted:
             continue
