@@ -115,7 +115,7 @@ def encode(value, *, ref=None):
         if base is not None:  # a subclass (Counter, namedtuple, IntEnum...): its base value
             return enc(base, depth)
         if t in _ITER_TYPES:
-            items = []
+            items: list = []
             for x in v:
                 if _len(items) >= MAX_ITER_ITEMS:
                     raise WireError("iterator too long")

@@ -101,7 +101,7 @@ def _harden():
 def _fresh_streams(streams):
     import io
 
-    made = []
+    made: list[io.TextIOWrapper] = []
     for fd, (encoding, errors, line_buffering) in enumerate(streams):
         if fd == 0:
             raw = io.FileIO(0, "rb", closefd=False)
@@ -138,7 +138,7 @@ def _finish():
     import threading
 
     try:
-        threading._shutdown()  # what Py_FinalizeEx does first
+        threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx does first
     except BaseException:  # noqa: BLE001 -- exiting as CPython does; nothing to report to
         pass
     atexit._run_exitfuncs()
@@ -169,8 +169,9 @@ def _run_program(argv, handlers, streams, compiled):
     sys.dont_write_bytecode = True
     main = types.ModuleType("__main__")
     main.__file__ = path
-    main.__builtins__ = builtins
-    main.__cached__ = None
+    # the attributes CPython's runpy gives __main__ (typeshed's ModuleType lacks these two)
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    main.__cached__ = None  # type: ignore[attr-defined]
     sys.modules["__main__"] = main
     status = 0
     try:
