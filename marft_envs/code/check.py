@@ -178,7 +178,7 @@ def precheck(program: str, task: Task) -> str | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = compile(program, "solution.py", "exec", ast.PyCF_ONLY_AST)
+            tree = ast.parse(program, "solution.py")
     except (SyntaxError, ValueError) as e:
         return f"the program does not compile: {type(e).__name__}: {e}"[:300]
     except (RecursionError, MemoryError):
