@@ -286,7 +286,7 @@ class FlexMGEnv(AECEnv):
         if i is None:
             raise KeyError(f"Unknown agent {agent!r}; agents: {self.possible_agents}")
         role = self.workflow.roles[i]
-        problem = self.task.prompt if role.sees_problem else ""
+        problem = self._task.prompt if role.sees_problem else ""
         seen = self._sees[i]
         preds = tuple(p for j, p in self._current if j in seen)
         round_index = min(self.round, self.horizon - 1)
@@ -321,7 +321,7 @@ class FlexMGEnv(AECEnv):
         if self._state_cache is None or self._state_cache[0] != self._version:
             self._state_cache = (
                 self._version,
-                transcript_text(self.task.prompt, self._history, self._feedbacks, self._verdicts),
+                transcript_text(self._task.prompt, self._history, self._feedbacks, self._verdicts),
             )
         return self._state_cache[1]
 
@@ -373,7 +373,7 @@ class FlexMGEnv(AECEnv):
             "action"
         ]
         start = time.perf_counter()
-        verdict: Verdict = self.verifier.grade(response, self.task)
+        verdict: Verdict = self.verifier.grade(response, self._task)
         elapsed = time.perf_counter() - start
         vdict = {
             **verdict.to_dict(),
@@ -389,7 +389,7 @@ class FlexMGEnv(AECEnv):
         for a in self.agents:
             self.rewards[a] = self._attributed(a, answerer, verdict.score)
             self.infos[a] = {
-                "task_id": self.task.id,
+                "task_id": self._task.id,
                 "round": self.round,
                 "verdict": public,
                 "answerer": answerer,
@@ -412,7 +412,7 @@ class FlexMGEnv(AECEnv):
 
     def _next_round(self, response: str, verdict: Verdict) -> None:
         self._feedbacks.append(
-            self.verifier.feedback(response, self.task, verdict, self.feedback_mode)
+            self.verifier.feedback(response, self._task, verdict, self.feedback_mode)
             if self.feedback_mode != "none"
             else ""
         )
@@ -437,6 +437,13 @@ class FlexMGEnv(AECEnv):
             else:
                 self.terminations[a] = True
 
+    @property
+    def _task(self) -> Task:
+        """The current task; reset() picks it."""
+        if self.task is None:
+            raise RuntimeError("call reset() before using the environment")
+        return self.task
+
     # -- records and rendering --------------------------------------------------------------------
 
     def episode(self) -> Episode:
@@ -448,7 +455,7 @@ class FlexMGEnv(AECEnv):
         answer_pos = self.workflow.answerer_index
         answers = [t.action for t in self._turns if t.position == answer_pos]
         return Episode(
-            env_id=self.spec.id if getattr(self, "spec", None) is not None else None,
+            env_id=spec.id if (spec := getattr(self, "spec", None)) is not None else None,
             task_id=self.task.id if self.task else "",
             seed=self._seed,
             turns=list(self._turns),
@@ -475,7 +482,7 @@ class FlexMGEnv(AECEnv):
     def render(self) -> str | None:
         if self.render_mode is None:
             return None
-        text = transcript_text(self.task.prompt, self._history, self._feedbacks, self._verdicts)
+        text = transcript_text(self._task.prompt, self._history, self._feedbacks, self._verdicts)
         if self.render_mode == "human":
             print(text)
             return None

@@ -87,7 +87,11 @@ def check_garbage_actions(env_fn: Callable[..., Any]) -> None:
     env = env_fn()
     for k, garbage in enumerate(GARBAGE_ACTIONS):
         env.reset(seed=k)
-        _play(env, lambda agent, obs, g=garbage: g)
+
+        def act(agent: str, obs: Any, action: Any = garbage) -> Any:
+            return action
+
+        _play(env, act)
         ep = _unwrap(env).episode()
         assert ep.verdicts, f"garbage action {garbage!r:.40}: the round was never graded"
         assert not any(v["correct"] for v in ep.verdicts), (
