@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     cfg.train.out = str(out)
     cfg.save(out / "config.yaml")
-    print(f"env {cfg.env.id}: {marft_envs.spec(cfg.env.id).description}")
+    print(f"env {cfg.env.id}: {marft_envs.spec(str(cfg.env.id)).description}")  # set by DEMO_CONFIG
     print(
         f"MARFT, model {cfg.model.name}: {cfg.train.iterations} iterations x "
         f"{cfg.train.episodes_per_iteration} episodes, max_new_tokens={cfg.model.max_new_tokens}, "

@@ -16,7 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .cli import check_envs, describe, require_model
 from .core.config import Config, ConfigError, apply_overrides, load_config
@@ -77,7 +77,7 @@ def evaluate_trainer(
         trainer.close()
     env_id = eval_set.env_id
     m = eval_metrics(episodes, trainer.agents, prefix="eval")
-    metrics = {
+    metrics: dict[str, Any] = {
         "score": m["eval/score"],
         "correct": m["eval/correct"],
         "episodes": len(episodes),

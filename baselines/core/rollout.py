@@ -190,7 +190,7 @@ def collect(
         sizes += len(batch)
         for episode in finished:
             env_index = episode.env_index
-            if env_index not in pending:
+            if env_index is None or env_index not in pending:
                 raise RolloutError(
                     f"a finished episode of task {episode.task_id!r} names environment "
                     f"{env_index!r}; valid: 0..{venv.num_envs - 1}"

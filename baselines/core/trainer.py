@@ -40,7 +40,7 @@ from .checkpoint import (
 )
 from .config import Config, ConfigError
 from .critic import CENTRALIZED, Critics, centralized_messages
-from .generation import HFGenerator, SamplingSpec, render_prompts
+from .generation import Generator, HFGenerator, SamplingSpec, render_prompts
 from .models import AdapterModel, LoraSpec, load_base, pack_sequences
 from .rollout import Rollout, TurnSample, collect
 
@@ -169,24 +169,23 @@ class Trainer:
                 raise
             raise ConfigError(f"env.overrides: {exc}") from exc
         self.agents = list(self.venv.possible_agents)
-        self._eval_venv = None
+        self._eval_venv: Any = None  # a worker group (_make_envs), built on first evaluation
         self._eval_sets: dict[tuple[int, int], EvalSet] = {}
 
-        if base is None and cfg.model.name is None:
+        if base is not None:
+            model, tokenizer = base
+        elif cfg.model.name is None:
             raise ConfigError(
                 "model.name is required (--model): a Hugging Face id, a local path, "
                 "or a built-in such as tiny-random"
             )
-        model, tokenizer = (
-            base
-            if base is not None
-            else load_base(
+        else:
+            model, tokenizer = load_base(
                 cfg.model.name,
                 resolve_dtype(cfg.model.dtype, self.device),
                 self.device,
                 cfg.train.seed,
             )
-        )
         model.to(self.device)
         if cfg.model.gradient_checkpointing:
             model.gradient_checkpointing_enable(
@@ -210,6 +209,7 @@ class Trainer:
             self.critic_model = AdapterModel(critic_base, tokenizer, self.critic_names, lora)
         self.critics = Critics(self.critic_model, self.critic_names, self.method.critic_kind)
         self.pad_id = tokenizer.pad_token_id
+        self.generator: Generator
         if cfg.model.backend == "vllm":
             from ..distributed.vllm_generator import VLLMGenerator
 
@@ -538,7 +538,8 @@ class Trainer:
 
     @torch.no_grad()
     def _score_policy(self, samples: list[TurnSample]):
-        old, ref = {}, {}
+        old: dict[tuple[int, int], torch.Tensor] = {}
+        ref: dict[tuple[int, int], torch.Tensor] = {}
         size = self.cfg.algo.minibatch_size
         for adapter in self.policy_names:
             group = [s for s in samples if self.method.policy_adapter(s.agent) == adapter]
@@ -582,6 +583,7 @@ class Trainer:
                     f"episode {e} (task {episode.task_id!r}) is truncated but has no "
                     "final_view to bootstrap from: is the environment a FlexMGEnv?"
                 )
+            rows: list[tuple[RowKey, str, str]]
             if self.method.sequential:
                 rows = [((e, None), view.agent, view.role)]
             else:
@@ -696,7 +698,8 @@ class Trainer:
                     f"policy/{adapter}", _minibatches(idx, a.minibatch_size, generator), loss_fn
                 )
             metrics.update(self._mean_stats(f"agent/{adapter}", stats))
-            metrics[f"agent/{adapter}/lr"] = self.schedulers[f"policy/{adapter}"].get_last_lr()[0]
+            lr = self.schedulers[f"policy/{adapter}"].get_last_lr()[0]
+            metrics[f"agent/{adapter}/lr"] = float(lr)
         return metrics
 
     def _update_critics(
