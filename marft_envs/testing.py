@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import io
 import random
 import time
@@ -254,7 +255,7 @@ def check_env(
             test_state(e, num_cycles),
         ),
     }
-    checks = {**pz_checks, **{name: (lambda f=f: f(env_fn)) for name, f in LLM_CHECKS.items()}}
+    checks = {**pz_checks, **{name: functools.partial(f, env_fn) for name, f in LLM_CHECKS.items()}}
     for name, run in checks.items():
         start = time.monotonic()
         # PettingZoo's tests print and warn about numpy-only conventions that text envs do not

@@ -189,19 +189,20 @@ def collect(
         calls += 1
         sizes += len(batch)
         for episode in finished:
-            env_index = episode.env_index
-            if env_index is None or env_index not in pending:
+            index = episode.env_index
+            if index is None or index not in pending:
                 raise RolloutError(
                     f"a finished episode of task {episode.task_id!r} names environment "
-                    f"{env_index!r}; valid: 0..{venv.num_envs - 1}"
+                    f"{index!r}; valid: 0..{venv.num_envs - 1}"
                 )
-            played = pending[env_index]
+            played = pending[index]
             _check_matches(episode, played)
-            order = wanted[env_index] if plan is None else len(done)
+            order = wanted[index] if plan is None else len(done)
+            assert order is not None  # only environments whose episode is wanted are stepped
             done.append((order, episode, played))
-            pending[env_index] = []
+            pending[index] = []
             if plan is None:
-                wanted[env_index] = next_start if next_start < target else None
+                wanted[index] = next_start if next_start < target else None
                 next_start += 1
     done.sort(key=lambda d: d[0])
     return _assemble(

@@ -202,13 +202,15 @@ def _io_units(
         backend = getattr(res, "backend", "") or backend
         status = res.status.value
         source = f"stdin: {t.stdin[:200]!r}"
+        outcome: Outcome
         if status == "ok":
             ok = outputs_match(res.stdout, t.expected_stdout, rule)
             outcome, msg = ("pass", "") if ok else ("fail", f"wrong output: {res.stdout[:200]!r}")
         elif status == "infra_error":
             outcome, msg = "infra_error", res.stderr[-300:]
         elif status in ("timeout", "memory"):
-            outcome, msg = status, f"{status} limit exceeded"
+            outcome = "timeout" if status == "timeout" else "memory"
+            msg = f"{status} limit exceeded"
         elif status == "output_limit":
             outcome, msg = "runtime_error", "output limit exceeded"
         else:

@@ -334,7 +334,7 @@ class HarnessResult:
 
 
 # Outcomes of a call that did not produce a value, keyed by the sandbox status or exception.
-_STATUS_OUTCOME = {
+_STATUS_OUTCOME: dict[str, TestOutcome] = {
     "timeout": "timeout",
     "memory": "memory",
     "output_limit": "runtime_error",
@@ -714,7 +714,7 @@ def _replay(
     session.any_pending = False
     ns = _namespace(program, prefix_ns, entry_point, session, guard)
     _Session.set_current(session)
-    failure = ""
+    failure: tuple[TestOutcome, str] | None = None
     try:
         for code in program.modules:
             exec(code, ns)
@@ -724,15 +724,15 @@ def _replay(
                 target = ns.get(candidate)
                 fn(target if target is not None else RemoteName(candidate, session))
     except RemoteFailure as e:
-        failure = f"{e.outcome}:{e}"
+        failure = (e.outcome, str(e))
     # The official test code is untrusted and may raise anything: a non-test statement failed,
     # so later tests are not reached.
     except (Exception, _Abort) as e:  # noqa: BLE001
-        failure = f"runtime_error:{_message(e)}"
+        failure = ("runtime_error", _message(e))
     finally:
         _Session.set_current(None)
-    if failure:
-        outcome, _, message = failure.partition(":")
+    if failure is not None:
+        outcome, message = failure
         for u in program.units:
             outcomes.setdefault(u.index, (outcome, f"not reached: {message}"))
     return outcomes
@@ -788,7 +788,7 @@ def _run_round(
     for rec in records:
         if "program_error" in rec:
             name, msg = [*rec["program_error"], "", ""][:2]
-            outcome = "memory" if name == "MemoryError" else "runtime_error"
+            outcome: TestOutcome = "memory" if name == "MemoryError" else "runtime_error"
             result.program_error = f"{name}: {msg}"
             session.program_failure = RemoteFailure(
                 outcome, f"the program failed to load: {name}: {msg}"

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .base import WORK_DIR, ExecResult, ExecStatus, Job, Sandbox, decode, infra_error
 from .image import IMAGE
@@ -55,7 +56,7 @@ _INODES = 16384
 class _Container:
     id: str
     python: str
-    sock: object  # the attach socket (stdin in, multiplexed stdout/stderr out)
+    sock: Any  # the attach socket (docker-py's, untyped) (stdin in, multiplexed stdout/stderr out)
     raw: socket.socket
     runs: int = 0
 
