@@ -255,7 +255,10 @@ def check_env(
             test_state(e, num_cycles),
         ),
     }
-    checks = {**pz_checks, **{name: functools.partial(f, env_fn) for name, f in LLM_CHECKS.items()}}
+    checks: dict[str, Callable[[], object]] = {
+        **pz_checks,
+        **{name: functools.partial(f, env_fn) for name, f in LLM_CHECKS.items()},
+    }
     for name, run in checks.items():
         start = time.monotonic()
         # PettingZoo's tests print and warn about numpy-only conventions that text envs do not
