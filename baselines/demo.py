@@ -1,4 +1,5 @@
-"""``python -m baselines.demo``: MARFT on single-digit addition with SmolLM2-135M-Instruct, on a CPU.
+"""``python -m baselines.demo``: MARFT on single-digit addition with SmolLM2-135M-Instruct, on a
+CPU.
 
 A two-agent team on ``addition-2agent``, an environment this module registers through the
 public ``marft_envs`` API: the problem is ``"a + b"`` with ``a, b`` in 1..9; a ``solver``
@@ -71,7 +72,9 @@ DEMO_CONFIG = [
 
 
 def addition_dataset(split: str = "test") -> Dataset:
-    """Every ``a + b`` with ``a, b`` in 1..9 (81 tasks), in a fixed shuffled order; the answer is the sum.
+    """Every ``a + b`` with ``a, b`` in 1..9 (81 tasks), in a fixed shuffled order; the answer is
+    the
+    sum.
 
     Shuffled because an evaluation of N episodes plays the first N tasks: in sorted order those
     would all be ``1 + b``, the easiest.
@@ -151,13 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
     register_addition()
     cfg = load_config(
-        "marft", overrides=DEMO_CONFIG + [f"model.name={args.model}"] + list(args.overrides)
+        "marft", overrides=[*DEMO_CONFIG, f"model.name={args.model}", *list(args.overrides)]
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cfg.train.out = str(out)
     cfg.save(out / "config.yaml")
-    print(f"env {cfg.env.id}: {marft_envs.spec(cfg.env.id).description}")
+    print(f"env {cfg.env.id}: {marft_envs.spec(str(cfg.env.id)).description}")  # set by DEMO_CONFIG
     print(
         f"MARFT, model {cfg.model.name}: {cfg.train.iterations} iterations x "
         f"{cfg.train.episodes_per_iteration} episodes, max_new_tokens={cfg.model.max_new_tokens}, "

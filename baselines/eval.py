@@ -16,16 +16,22 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .cli import check_envs, describe, require_model
 from .core.config import Config, ConfigError, apply_overrides, load_config
+
+if TYPE_CHECKING:
+    from .trainer import Trainer
 
 
 class EvaluationError(RuntimeError):
     """No evaluation episode could be graded (every verdict was an infrastructure error)."""
 
 
-def load_trainer(cfg: Config, run_dir: Path | None, out: Path | None):
+def load_trainer(
+    cfg: Config, run_dir: Path | None, out: Path | None
+) -> tuple[Trainer, Path | None]:
     """The evaluated :class:`~baselines.trainer.Trainer` (environments and model resolved,
     the run's latest checkpoint loaded) and that checkpoint (``None``: an untrained model)."""
     from .core.checkpoint import latest_checkpoint
@@ -63,7 +69,7 @@ def evaluate_trainer(
         trainer.close()
     env_id = eval_set.env_id
     m = eval_metrics(episodes, trainer.agents, prefix="eval")
-    metrics = {
+    metrics: dict[str, Any] = {
         "score": m["eval/score"],
         "correct": m["eval/correct"],
         "episodes": len(episodes),
@@ -140,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             run_dir = None
             cfg = load_config(
-                args.method, None, [f"env.id={args.env}", f"model.name={args.model}"] + extra
+                args.method, None, [f"env.id={args.env}", f"model.name={args.model}", *extra]
             )
         require_model(cfg)
         check_envs(cfg)
@@ -158,7 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(
-        f"score={metrics['score']:.4f} correct={metrics['correct']:.4f} episodes={metrics['episodes']} "
+        f"score={metrics['score']:.4f} correct={metrics['correct']:.4f} "
+        f"episodes={metrics['episodes']} "
         f"infra_errors={metrics['infra_errors']} grader={metrics['grader_version']} "
         f"checkpoint={metrics['checkpoint']}"
     )

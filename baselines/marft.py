@@ -1,10 +1,14 @@
-"""``python -m baselines.marft``: MARFT: one LoRA adapter per agent on one base model, a centralized critic, sequential advantages."""
+"""``python -m baselines.marft``: MARFT: one LoRA adapter per agent on one base model, a centralized
+critic, sequential advantages."""
 
 import sys
 
 from .cli import train_main
 
-DESCRIPTION = "MARFT: one LoRA adapter per agent on one base model, a centralized critic, sequential advantages."
+DESCRIPTION = (
+    "MARFT: one LoRA adapter per agent on one base model, a centralized critic, sequential "
+    "advantages."
+)
 
 
 def main(argv=None) -> int:

@@ -1,10 +1,14 @@
-"""``python -m baselines.marft_shared``: MARFT-shared: one LoRA adapter shared by all agents, a centralized critic, sequential advantages."""
+"""``python -m baselines.marft_shared``: MARFT-shared: one LoRA adapter shared by all agents, a
+centralized critic, sequential advantages."""
 
 import sys
 
 from .cli import train_main
 
-DESCRIPTION = "MARFT-shared: one LoRA adapter shared by all agents, a centralized critic, sequential advantages."
+DESCRIPTION = (
+    "MARFT-shared: one LoRA adapter shared by all agents, a centralized critic, sequential "
+    "advantages."
+)
 
 
 def main(argv=None) -> int:

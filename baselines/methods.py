@@ -3,11 +3,11 @@
 A spec says which adapters play which agent, which critics value which turn (and what they
 see), and how advantages are computed; :mod:`baselines.trainer` does the rest.
 
-| method        | policy adapters        | critic                                   | advantages              |
-|---------------|------------------------|------------------------------------------|-------------------------|
-| marft         | one per agent          | one centralized (role-conditioned state) | sequential (chained)    |
-| marft_shared  | one shared by all      | one centralized (role-conditioned state) | sequential (chained)    |
-| ippo          | one per agent          | one per agent, own observation only      | independent per agent   |
+| method       | policy adapters   | critic                                  | advantages          |
+|--------------|-------------------|-----------------------------------------|---------------------|
+| marft        | one per agent     | one centralized, role-conditioned state | sequential, chained |
+| marft_shared | one shared by all | one centralized, role-conditioned state | sequential, chained |
+| ippo         | one per agent     | one per agent, own observation only     | independent         |
 """
 
 from __future__ import annotations

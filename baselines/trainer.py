@@ -41,7 +41,7 @@ from .core.checkpoint import (
 )
 from .core.config import Config, ConfigError
 from .core.critic import CENTRALIZED, Critics, centralized_messages
-from .core.generation import HFGenerator, SamplingSpec, render_prompts
+from .core.generation import Generator, HFGenerator, SamplingSpec, render_prompts
 from .core.models import AdapterModel, LoraSpec, load_base, pack_sequences
 from .core.rollout import Rollout, TurnSample, collect
 from .distributed import make_worker_group
@@ -170,24 +170,23 @@ class Trainer:
                 raise
             raise ConfigError(f"env.overrides: {exc}") from exc
         self.agents = list(self.venv.possible_agents)
-        self._eval_venv = None
+        self._eval_venv: Any = None  # a worker group (_make_envs), built on first evaluation
         self._eval_sets: dict[tuple[int, int], EvalSet] = {}
 
-        if base is None and cfg.model.name is None:
+        if base is not None:
+            model, tokenizer = base
+        elif cfg.model.name is None:
             raise ConfigError(
                 "model.name is required (--model): a Hugging Face id, a local path, "
                 "or a built-in such as tiny-random"
             )
-        model, tokenizer = (
-            base
-            if base is not None
-            else load_base(
+        else:
+            model, tokenizer = load_base(
                 cfg.model.name,
                 resolve_dtype(cfg.model.dtype, self.device),
                 self.device,
                 cfg.train.seed,
             )
-        )
         model.to(self.device)
         if cfg.model.gradient_checkpointing:
             model.gradient_checkpointing_enable(
@@ -211,6 +210,7 @@ class Trainer:
             self.critic_model = AdapterModel(critic_base, tokenizer, self.critic_names, lora)
         self.critics = Critics(self.critic_model, self.critic_names, self.method.critic_kind)
         self.pad_id = tokenizer.pad_token_id
+        self.generator: Generator
         if cfg.model.backend == "vllm":
             from .distributed.vllm_generator import VLLMGenerator
 
@@ -539,7 +539,8 @@ class Trainer:
 
     @torch.no_grad()
     def _score_policy(self, samples: list[TurnSample]):
-        old, ref = {}, {}
+        old: dict[tuple[int, int], torch.Tensor] = {}
+        ref: dict[tuple[int, int], torch.Tensor] = {}
         size = self.cfg.algo.minibatch_size
         for adapter in self.policy_names:
             group = [s for s in samples if self.method.policy_adapter(s.agent) == adapter]
@@ -548,7 +549,7 @@ class Trainer:
                 # the reference pass runs even without a KL penalty: kl_ref is always logged
                 for which, store in ((adapter, old), (None, ref)):
                     logp, _, mask = self._forward_policy(which, chunk)
-                    for s, row, m in zip(chunk, logp.cpu(), mask.cpu()):
+                    for s, row, m in zip(chunk, logp.cpu(), mask.cpu(), strict=True):
                         store[(s.episode, s.index)] = row[m]
         return old, ref
 
@@ -557,7 +558,7 @@ class Trainer:
             return {(s.episode, s.index): s.prompt_ids for s in samples}
         convs = [centralized_messages(s.state, s.agent, s.role) for s in samples]
         ids = render_prompts(self.model.tokenizer, convs, self.cfg.model.max_prompt_tokens)
-        return {(s.episode, s.index): p for s, p in zip(samples, ids)}
+        return {(s.episode, s.index): p for s, p in zip(samples, ids, strict=True)}
 
     def _forward_values(self, name: str, samples: Sequence[TurnSample], critic_ids) -> torch.Tensor:
         token = self.cfg.algo.level == "token"
@@ -574,7 +575,7 @@ class Trainer:
         """The critic's value where each truncated episode stopped (``Episode.final_view``),
         keyed by advantage row (:func:`~baselines.core.advantages.row_keys`)."""
         wanted: list[tuple[RowKey, str, list[dict]]] = []  # (row, critic, critic input messages)
-        for e, (episode, turns) in enumerate(zip(rollout.episodes, rollout.turns)):
+        for e, (episode, turns) in enumerate(zip(rollout.episodes, rollout.turns, strict=True)):
             view = episode.final_view
             if not episode.truncated:
                 continue
@@ -583,6 +584,7 @@ class Trainer:
                     f"episode {e} (task {episode.task_id!r}) is truncated but has no "
                     "final_view to bootstrap from: is the environment a FlexMGEnv?"
                 )
+            rows: list[tuple[RowKey, str, str]]
             if self.method.sequential:
                 rows = [((e, None), view.agent, view.role)]
             else:
@@ -608,7 +610,7 @@ class Trainer:
                 )
                 batch = pack_sequences(ids, [[] for _ in ids], self.pad_id).to(self.device)
                 values = self.critics.values(name, batch)[:, 0].cpu()
-                out.update({key: float(v) for (key, _, _), v in zip(chunk, values)})
+                out.update({key: float(v) for (key, _, _), v in zip(chunk, values, strict=True)})
         return out
 
     @torch.no_grad()
@@ -620,7 +622,7 @@ class Trainer:
             for i in range(0, len(group), size):
                 chunk = group[i : i + size]
                 values = self._forward_values(name, chunk, critic_ids).cpu()
-                for s, row in zip(chunk, values):
+                for s, row in zip(chunk, values, strict=True):
                     n = len(s.action_ids) if self.cfg.algo.level == "token" else 1
                     out[(s.episode, s.index)] = row[:n].clone()
         return out
@@ -697,7 +699,8 @@ class Trainer:
                     f"policy/{adapter}", _minibatches(idx, a.minibatch_size, generator), loss_fn
                 )
             metrics.update(self._mean_stats(f"agent/{adapter}", stats))
-            metrics[f"agent/{adapter}/lr"] = self.schedulers[f"policy/{adapter}"].get_last_lr()[0]
+            lr = self.schedulers[f"policy/{adapter}"].get_last_lr()[0]
+            metrics[f"agent/{adapter}/lr"] = float(lr)
         return metrics
 
     def _update_critics(
@@ -854,7 +857,8 @@ def logprob_mismatch_metrics(
             continue
         sampled = [torch.tensor(s.rollout_logprobs, dtype=torch.float32) for s in group]
         scored = [
-            train_logp[(s.episode, s.index)][: len(r)].float() for s, r in zip(group, sampled)
+            train_logp[(s.episode, s.index)][: len(r)].float()
+            for s, r in zip(group, sampled, strict=True)
         ]
         mask = [torch.ones(len(r), dtype=torch.bool) for r in sampled]
         padded = (pad_sequence(x, batch_first=True) for x in (sampled, scored, mask))

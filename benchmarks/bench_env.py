@@ -34,7 +34,7 @@ def aec_turns_per_second(env_id: str, seconds: float) -> float:
     while time.perf_counter() - start < seconds:
         env.reset(seed=ep)
         ep += 1
-        for agent in env.agent_iter():
+        for _agent in env.agent_iter():
             obs, reward, term, trunc, info = env.last()
             if term or trunc:
                 env.step(None)

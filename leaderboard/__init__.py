@@ -1,4 +1,5 @@
-"""The marft-envs leaderboard: result bundles, re-grading, storage, a web page, a JSON API and a CLI.
+"""The marft-envs leaderboard: result bundles, re-grading, storage, a web page, a JSON API and a
+CLI.
 
 Importing ``leaderboard`` (or ``leaderboard.schema``) needs only pydantic; the server,
 database and client modules are imported on use.

@@ -149,7 +149,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
             )
             print(
                 f"{path}: accepted as submission {result['id']}: verified score "
-                f"{result['verified_score']:.3f} (95% CI {result['ci_low']:.3f}-{result['ci_high']:.3f}"
+                f"{result['verified_score']:.3f} (95% CI "
+                f"{result['ci_low']:.3f}-{result['ci_high']:.3f}"
                 f"{claimed}) on {result['n_episodes']} episodes, grader "
                 f"{result['grader_version']}; {c.server}{result['url']}"
             )
@@ -175,7 +176,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             continue
         claimed = "" if bundle.claimed_score is None else f", claimed {bundle.claimed_score:.3f}"
         print(
-            f"{path}: ok: verified score {grade.score:.3f} (95% CI {grade.ci_low:.3f}-{grade.ci_high:.3f}"
+            f"{path}: ok: verified score {grade.score:.3f} (95% CI "
+            f"{grade.ci_low:.3f}-{grade.ci_high:.3f}"
             f"{claimed}) on {len(grade.episodes)} episodes of {bundle.env_id}, "
             f"grader {grade.grader_version}"
         )

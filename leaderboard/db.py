@@ -13,11 +13,11 @@ import threading
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, func, make_url, select, update
+from sqlalchemy import CursorResult, Engine, create_engine, event, func, make_url, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -178,19 +178,23 @@ class Database:
             # Check and write in one statement: on SQLite a SELECT takes no lock (the driver only
             # begins the transaction at the first write), so a check done by reading first could
             # let another process's re-grade land in between and be overwritten.
-            replaced = s.execute(
-                update(Submission)
-                .where(Submission.id == sub_id, Submission.grader_version == expected_version)
-                .values(
-                    previous_score=Submission.verified_score,
-                    previous_grader_version=Submission.grader_version,
-                    verified_score=grade.score,
-                    ci_low=grade.ci_low,
-                    ci_high=grade.ci_high,
-                    n_tasks=grade.n_tasks,
-                    grader_version=grade.grader_version,
-                )
-                .execution_options(synchronize_session=False)
+            # an UPDATE's result is a CursorResult (its rowcount); Session.execute says Result
+            replaced = cast(
+                "CursorResult[Any]",
+                s.execute(
+                    update(Submission)
+                    .where(Submission.id == sub_id, Submission.grader_version == expected_version)
+                    .values(
+                        previous_score=Submission.verified_score,
+                        previous_grader_version=Submission.grader_version,
+                        verified_score=grade.score,
+                        ci_low=grade.ci_low,
+                        ci_high=grade.ci_high,
+                        n_tasks=grade.n_tasks,
+                        grader_version=grade.grader_version,
+                    )
+                    .execution_options(synchronize_session=False)
+                ),
             )
             if replaced.rowcount != 1:
                 return False
@@ -207,7 +211,7 @@ class Database:
                 raise ValueError(
                     f"the grade of submission {sub_id} covers other episodes than the stored ones"
                 )
-            for row, g in zip(episodes, grade.episodes):
+            for row, g in zip(episodes, grade.episodes, strict=True):
                 row.score, row.correct = g.score, g.correct
                 row.answer, row.reason = g.answer, g.reason
             return True

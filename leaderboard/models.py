@@ -22,7 +22,8 @@ class Base(DeclarativeBase):
 
 
 class Token(Base):
-    """A submission token. Only the sha256 of the secret is stored; revoked tokens keep their row."""
+    """A submission token. Only the sha256 of the secret is stored; revoked tokens keep their
+    row."""
 
     __tablename__ = "tokens"
 

@@ -109,14 +109,17 @@ def overrides_for(bundle: Bundle, registered_kwargs: Mapping[str, Any]) -> dict[
     unsafe = [k for k in changed if k not in SAFE_OVERRIDES]
     if unsafe:
         raise BundleRejected(
-            f"env_spec.kwargs changes {unsafe} from the registered {bundle.env_id!r}; the leaderboard "
-            f"grades with the registered settings and only allows overriding {sorted(SAFE_OVERRIDES)}"
+            f"env_spec.kwargs changes {unsafe} from the registered {bundle.env_id!r}; the "
+            "leaderboard "
+            "grades with the registered settings and only allows overriding "
+            f"{sorted(SAFE_OVERRIDES)}"
         )
     return {k: kwargs[k] for k in changed if k in kwargs}
 
 
 def _applicable(spec: Any, server_overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """The server overrides this spec's entry point accepts (``sandbox`` only means something to code envs)."""
+    """The server overrides this spec's entry point accepts (``sandbox`` only means something to
+    code envs)."""
     from marft_envs.registry import accepted_kwargs, load_entry_point
 
     valid = accepted_kwargs(load_entry_point(spec.entry_point))
@@ -155,7 +158,8 @@ def check_bundle(bundle: Bundle, env: Any) -> list[str]:
     if ref.hash != ds.hash:
         raise BundleRejected(
             f"dataset hash {ref.hash[:16]}... does not match the registered dataset "
-            f"{ds.name!r}/{ds.split!r} (hash {ds.hash[:16]}...): the bundle was scored on other data"
+            f"{ds.name!r}/{ds.split!r} (hash {ds.hash[:16]}...): the bundle was scored on "
+            "other data"
         )
     agents = list(base.possible_agents)
     if bundle.team_size != len(agents):
@@ -186,20 +190,23 @@ def _check_coverage(bundle: Bundle, ds: Any, eval_ids: list[str]) -> None:
     dup = sorted(p for p, c in pairs.items() if c > 1)
     if dup:
         raise BundleRejected(
-            f"duplicate episodes: {len(dup)} (seed, task_id) pair(s) appear more than once, e.g. {dup[:3]}; "
+            f"duplicate episodes: {len(dup)} (seed, task_id) pair(s) appear more than once, "
+            f"e.g. {dup[:3]}; "
             "each task is evaluated at most once per seed"
         )
     in_set = set(eval_ids)
     extra = sorted(t for _, t in pairs if t not in in_set)
     if extra:
         raise BundleRejected(
-            f"episodes for task(s) outside the evaluation set (the first {len(eval_ids)} tasks of the split): "
+            f"episodes for task(s) outside the evaluation set (the first {len(eval_ids)} "
+            "tasks of the split): "
             f"{extra[:5]}"
         )
     missing = [(s, t) for s in bundle.seeds for t in eval_ids if (s, t) not in pairs]
     if missing:
         raise BundleRejected(
-            f"{len(missing)} episode(s) missing: every seed must cover all {len(eval_ids)} tasks of the "
+            f"{len(missing)} episode(s) missing: every seed must cover all {len(eval_ids)} "
+            "tasks of the "
             f"evaluation set; missing (seed, task_id) e.g. {missing[:3]}"
         )
 
@@ -249,7 +256,8 @@ def grade_episodes(
                 break
         else:
             raise GradingUnavailable(
-                f"the verifier reported an infrastructure error on episode {i} (task {ep.task_id!r}) "
+                f"the verifier reported an infrastructure error on episode {i} (task "
+                f"{ep.task_id!r}) "
                 f"{retries + 1} times: {v.reason}; nothing was stored, please resubmit later"
             )
         return EpisodeGrade(
@@ -281,7 +289,8 @@ def summarise(grades: list[EpisodeGrade], n_tasks: int) -> tuple[float, float, f
 
 
 def regrade(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None) -> Grade:
-    """Validate and re-grade a bundle. Raises :class:`BundleRejected` or :class:`GradingUnavailable`."""
+    """Validate and re-grade a bundle. Raises :class:`BundleRejected` or
+    :class:`GradingUnavailable`."""
     import marft_envs
 
     env = build_env(bundle, server_overrides)

@@ -142,6 +142,8 @@ class Bundle(_Strict):
 
         base = env.unwrapped
         spec = getattr(base, "spec", None) or getattr(env, "spec", None)
+        if spec is None:
+            raise ValueError("env has no spec: build it with marft_envs.make() or pass its id")
         env_spec = json.loads(spec.to_json())
         records = [episode_record(ep) for ep in episodes]
         ds = base.dataset
@@ -162,7 +164,8 @@ class Bundle(_Strict):
 
 
 def episode_record(ep: Any) -> EpisodeRecord:
-    """Convert a played episode (``marft_envs`` ``Episode``, mapping or record) to an ``EpisodeRecord``."""
+    """Convert a played episode (``marft_envs`` ``Episode``, mapping or record) to an
+    ``EpisodeRecord``."""
     if isinstance(ep, EpisodeRecord):
         return ep
     if isinstance(ep, Mapping):
@@ -204,7 +207,8 @@ def bundle_path(path: str | Path) -> Path:
     target = path / BUNDLE_FILENAME if path.is_dir() else path
     if not target.is_file():
         raise FileNotFoundError(
-            f"no bundle at {path}: expected a .json file or a directory containing {BUNDLE_FILENAME}"
+            f"no bundle at {path}: expected a .json file or a directory containing "
+            f"{BUNDLE_FILENAME}"
         )
     return target
 

@@ -84,7 +84,7 @@ def to_submission(bundle: Bundle, grade: Grade, token_id: int) -> Submission:
             reason=g.reason,
             claimed_score=ep.claimed_score,
         )
-        for g, ep in zip(grade.episodes, bundle.episodes)
+        for g, ep in zip(grade.episodes, bundle.episodes, strict=True)
     ]
     return sub
 
@@ -106,7 +106,8 @@ async def read_limited_body(request: Request, max_bytes: int) -> bytes:
 
 
 def parse_bundle(body: bytes) -> Bundle:
-    """Bundle from a request body: 400 for text that is not JSON, 422 for a JSON that is no bundle."""
+    """Bundle from a request body: 400 for text that is not JSON, 422 for a JSON that is no
+    bundle."""
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -8,6 +8,7 @@ This package needs only the core dependencies of ``pyproject.toml`` (no extra): 
 torch, transformers, ``baselines`` or ``leaderboard``.
 """
 
+from .envs import register_builtin_envs
 from .episode import Episode, FinalView, Turn
 from .evaluation import evaluation_plan
 from .flexmg import FlexMGEnv
@@ -17,7 +18,6 @@ from .vector import Batch, VectorEnv, VectorFlexEnv, make_vec
 from .verdict import Verdict
 from .verifiers import Verifier, get_verifier, grader_version, register_verifier
 from .workflow import Role, Workflow, get_workflow, register_workflow, workflow_names
-from .envs import register_builtin_envs
 
 __version__ = "0.1.0"
 
@@ -37,6 +37,8 @@ __all__ = [
     "Verdict",
     "Verifier",
     "Workflow",
+    "__version__",
+    "check_overrides",
     "get_verifier",
     "get_workflow",
     "check_overrides",
@@ -51,5 +53,4 @@ __all__ = [
     "registry",
     "spec",
     "workflow_names",
-    "__version__",
 ]

@@ -16,7 +16,8 @@ console = Console()
 
 
 def _overrides(pairs: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs; values parsed as JSON when possible (numbers, booleans), else strings."""
+    """``key=value`` pairs; values parsed as JSON when possible (numbers, booleans), else
+    strings."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -41,12 +42,13 @@ def cmd_show(args: argparse.Namespace) -> int:
     console.print(f"[bold]{s.id}[/bold]  {s.description}")
     console.print(json.dumps(json.loads(s.to_json()), indent=2))
     console.print(
-        f"dataset: {u.dataset.name}/{u.dataset.split}  tasks={len(u.dataset)}  hash={u.dataset.hash}"
+        f"dataset: {u.dataset.name}/{u.dataset.split}  tasks={len(u.dataset)}  "
+        f"hash={u.dataset.hash}"
     )
     console.print(
         f"workflow: {u.workflow.name}  dependency matrix: {[list(r) for r in u.workflow.matrix]}"
     )
-    for agent, role in zip(u.possible_agents, u.workflow.roles):
+    for agent, role in zip(u.possible_agents, u.workflow.roles, strict=True):
         console.print(
             f"\n[bold]{agent}[/bold] (sees problem: {role.sees_problem})\n{role.instructions}"
         )

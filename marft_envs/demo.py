@@ -11,7 +11,8 @@ from .cli import main
 
 
 def demo_env_id() -> str:
-    """``math-3agent`` if the MATH files can be found locally, else the data-free ``arith-3agent``."""
+    """``math-3agent`` if the MATH files can be found locally, else the data-free
+    ``arith-3agent``."""
     try:
         tasks.load("math", split="test")
         return "math-3agent"

@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from gymnasium import spaces
 from pettingzoo import AECEnv
@@ -88,7 +89,12 @@ class FlexMGEnv(AECEnv):
         max_action_chars: longer actions are cut to this length (noted in ``infos``).
     """
 
-    metadata = {"name": "flexmg_v0", "render_modes": ["ansi", "human"], "is_parallelizable": False}
+    # PettingZoo's AECEnv declares ``metadata`` an attribute (not a ClassVar); it is never mutated.
+    metadata: dict[str, Any] = {  # noqa: RUF012
+        "name": "flexmg_v0",
+        "render_modes": ["ansi", "human"],
+        "is_parallelizable": False,
+    }
 
     def __init__(
         self,
@@ -119,7 +125,8 @@ class FlexMGEnv(AECEnv):
             raise ValueError(f"reward_to must be one of {REWARD_TO}, got {reward_to!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(
-                f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}"
+                f"render_mode must be one of {self.metadata['render_modes']} or None, got "
+                f"{render_mode!r}"
             )
         if max_turns is not None and max_turns < 1:
             raise ValueError(f"max_turns must be >= 1 or None, got {max_turns!r}")
@@ -135,7 +142,8 @@ class FlexMGEnv(AECEnv):
             raise ValueError(f"Dataset {self.dataset.name!r} split {self.dataset.split!r} is empty")
         if self.dataset.kind != self.workflow.task_kind:
             raise ValueError(
-                f"Workflow {self.workflow.name!r} is for {self.workflow.task_kind} tasks but dataset "
+                f"Workflow {self.workflow.name!r} is for {self.workflow.task_kind} tasks but "
+                "dataset "
                 f"{self.dataset.name!r} holds {self.dataset.kind} tasks"
             )
         self.verifier = get_verifier(verifier, **dict(verifier_kwargs or {}))
@@ -204,14 +212,15 @@ class FlexMGEnv(AECEnv):
         self._feedbacks: list[str] = []
         self._verdicts: list[dict[str, Any]] = []
         self.round = 0
-        self.agents = []
+        self.agents: list[str] = []
         self._truncated = False
         self._version = 0  # bumped by every change of the transcript; keys the view cache
         self._view_cache: tuple[tuple[str, int], tuple[str, dict[str, Any], str]] | None = None
         self._state_cache: tuple[int, str] | None = None
         self._agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         self._sees = [frozenset(self.workflow.sees(i)) for i in range(len(self.possible_agents))]
-        self._past, self._current = (), []
+        self._past: tuple[dict[str, Any], ...] = ()  # earlier rounds' entries, shown to every agent
+        self._current: list[tuple[int, dict[str, Any]]] = []  # (position, entry) of this round
         self.spec = None  # set by make()
 
     # -- PettingZoo API -------------------------------------------------------------------------
@@ -240,16 +249,15 @@ class FlexMGEnv(AECEnv):
             ]
 
         self.agents = self.possible_agents[:]
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
         self.infos = {a: {"task_id": self.task.id, "round": 0} for a in self.agents}
         self.round = 0
         self._history, self._turns, self._feedbacks, self._verdicts = [], [], [], []
         self._truncated = False
-        self._past: tuple[dict[str, Any], ...] = ()  # earlier rounds' entries, shown to every agent
-        self._current: list[tuple[int, dict[str, Any]]] = []  # (position, entry) of this round
+        self._past, self._current = (), []
         self._version += 1
         self._selector = AgentSelector(self.agents)
         self.agent_selection = self._selector.reset()
@@ -264,7 +272,8 @@ class FlexMGEnv(AECEnv):
         return chat_messages(instructions, user)
 
     def _view(self, agent: str) -> tuple[str, dict[str, Any], str]:
-        """(role instructions, observation dict, user text) for ``agent``, cached until the next step."""
+        """(role instructions, observation dict, user text) for ``agent``, cached until the next
+        step."""
         key = (agent, self._version)
         if self._view_cache is not None and self._view_cache[0] == key:
             return self._view_cache[1]
@@ -277,7 +286,7 @@ class FlexMGEnv(AECEnv):
         if i is None:
             raise KeyError(f"Unknown agent {agent!r}; agents: {self.possible_agents}")
         role = self.workflow.roles[i]
-        problem = self.task.prompt if role.sees_problem else ""
+        problem = self._task.prompt if role.sees_problem else ""
         seen = self._sees[i]
         preds = tuple(p for j, p in self._current if j in seen)
         round_index = min(self.round, self.horizon - 1)
@@ -312,7 +321,7 @@ class FlexMGEnv(AECEnv):
         if self._state_cache is None or self._state_cache[0] != self._version:
             self._state_cache = (
                 self._version,
-                transcript_text(self.task.prompt, self._history, self._feedbacks, self._verdicts),
+                transcript_text(self._task.prompt, self._history, self._feedbacks, self._verdicts),
             )
         return self._state_cache[1]
 
@@ -364,7 +373,7 @@ class FlexMGEnv(AECEnv):
             "action"
         ]
         start = time.perf_counter()
-        verdict: Verdict = self.verifier.grade(response, self.task)
+        verdict: Verdict = self.verifier.grade(response, self._task)
         elapsed = time.perf_counter() - start
         vdict = {
             **verdict.to_dict(),
@@ -380,7 +389,7 @@ class FlexMGEnv(AECEnv):
         for a in self.agents:
             self.rewards[a] = self._attributed(a, answerer, verdict.score)
             self.infos[a] = {
-                "task_id": self.task.id,
+                "task_id": self._task.id,
                 "round": self.round,
                 "verdict": public,
                 "answerer": answerer,
@@ -403,7 +412,7 @@ class FlexMGEnv(AECEnv):
 
     def _next_round(self, response: str, verdict: Verdict) -> None:
         self._feedbacks.append(
-            self.verifier.feedback(response, self.task, verdict, self.feedback_mode)
+            self.verifier.feedback(response, self._task, verdict, self.feedback_mode)
             if self.feedback_mode != "none"
             else ""
         )
@@ -428,18 +437,25 @@ class FlexMGEnv(AECEnv):
             else:
                 self.terminations[a] = True
 
+    @property
+    def _task(self) -> Task:
+        """The current task; reset() picks it."""
+        if self.task is None:
+            raise RuntimeError("call reset() before using the environment")
+        return self.task
+
     # -- records and rendering --------------------------------------------------------------------
 
     def episode(self) -> Episode:
         """The record of the current (or just finished) episode."""
         last = self._verdicts[-1] if self._verdicts else None
-        returns: dict[str, float] = {a: 0.0 for a in self.possible_agents}
+        returns: dict[str, float] = dict.fromkeys(self.possible_agents, 0.0)
         for t in self._turns:
             returns[t.agent] += t.reward
         answer_pos = self.workflow.answerer_index
         answers = [t.action for t in self._turns if t.position == answer_pos]
         return Episode(
-            env_id=self.spec.id if getattr(self, "spec", None) is not None else None,
+            env_id=spec.id if (spec := getattr(self, "spec", None)) is not None else None,
             task_id=self.task.id if self.task else "",
             seed=self._seed,
             turns=list(self._turns),
@@ -466,7 +482,7 @@ class FlexMGEnv(AECEnv):
     def render(self) -> str | None:
         if self.render_mode is None:
             return None
-        text = transcript_text(self.task.prompt, self._history, self._feedbacks, self._verdicts)
+        text = transcript_text(self._task.prompt, self._history, self._feedbacks, self._verdicts)
         if self.render_mode == "human":
             print(text)
             return None

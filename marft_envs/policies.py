@@ -14,10 +14,14 @@ ScriptedPolicy = Callable[[Any, str, dict[str, Any]], str]
 
 
 def oracle(env: Any, agent: str, obs: dict[str, Any]) -> str:
-    """Role-flavoured text that ends with the correct answer (math) or the reference program (code)."""
+    """Role-flavoured text that ends with the correct answer (math) or the reference program
+    (code)."""
     task = env.unwrapped.task
     if task.kind == "math":
-        return f"As {obs['role']}, I worked through the problem step by step.\nThe answer is \\boxed{{{task.answer}}}."
+        return (
+            f"As {obs['role']}, I worked through the problem step by step.\nThe answer is "
+            f"\\boxed{{{task.answer}}}."
+        )
     solution = (
         task.metadata.get("canonical_solution") or task.metadata.get("reference_solution") or "pass"
     )
@@ -31,7 +35,8 @@ def echo(env: Any, agent: str, obs: dict[str, Any]) -> str:
 
 
 def make_random(seed: int = 0) -> ScriptedPolicy:
-    """Seeded random text with a random boxed digit (right about a tenth of the time on 0-9 answers)."""
+    """Seeded random text with a random boxed digit (right about a tenth of the time on 0-9
+    answers)."""
     rng = random.Random(seed)
 
     def policy(env: Any, agent: str, obs: dict[str, Any]) -> str:
@@ -85,7 +90,8 @@ def play_episode(
 def resolve_others(
     agents: Sequence[str], others: Any, *, names: Sequence[str] | None = None
 ) -> dict[str, ScriptedPolicy]:
-    """One scripted policy per agent of ``agents`` from ``others`` (a name, a callable or a mapping).
+    """One scripted policy per agent of ``agents`` from ``others`` (a name, a callable or a
+    mapping).
 
     ``names`` restricts which policy names are allowed (a server refuses ``human``). A mapping
     must cover every agent of ``agents`` and nothing else.

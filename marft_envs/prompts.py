@@ -7,7 +7,8 @@ place where that view is turned into text, so ``observe()["prompt"]``, ``message
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 def _block(entry: Mapping[str, Any]) -> str:
@@ -35,7 +36,7 @@ def user_text(
             lines.append(feedbacks[r])
         parts.append(f"## Round {r + 1} of {horizon}\n" + "\n\n".join(lines))
     if predecessors:
-        parts.append(f"## Teammates this round\n" + "\n\n".join(_block(p) for p in predecessors))
+        parts.append("## Teammates this round\n" + "\n\n".join(_block(p) for p in predecessors))
     parts.append(f"## Your turn\nYou are {agent} ({role}). Write your response.")
     return "\n\n".join(parts)
 

@@ -52,7 +52,8 @@ class EnvSpec:
         """A JSON string that :meth:`from_json` turns back into an equal spec."""
         if not isinstance(self.entry_point, str):
             raise ValueError(
-                f"EnvSpec {self.id!r}: a callable entry point cannot be serialised; register it as 'module:attr'"
+                f"EnvSpec {self.id!r}: a callable entry point cannot be serialised; register "
+                "it as 'module:attr'"
             )
         d = dataclasses.asdict(self)
         try:
@@ -63,7 +64,7 @@ class EnvSpec:
             ) from None
 
     @classmethod
-    def from_json(cls, text: str) -> "EnvSpec":
+    def from_json(cls, text: str) -> EnvSpec:
         d = json.loads(text)
         unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
         if unknown:
@@ -109,7 +110,8 @@ def spec(id: str) -> EnvSpec:
         close = difflib.get_close_matches(id, registry, n=5, cutoff=0.5)
         hint = f" Did you mean {close}?" if close else ""
         raise KeyError(
-            f"No environment registered with id {id!r}.{hint} Registered ids: {', '.join(sorted(registry))}"
+            f"No environment registered with id {id!r}.{hint} Registered ids: "
+            f"{', '.join(sorted(registry))}"
         ) from None
 
 
@@ -150,7 +152,8 @@ def check_overrides(id: str | EnvSpec, overrides: Mapping[str, Any]) -> None:
         bad = sorted(set(overrides) - set(valid))
         if bad:
             raise TypeError(
-                f"make({spec_.id!r}): unknown override(s) {bad}. Valid overrides: {', '.join(sorted(valid))}"
+                f"make({spec_.id!r}): unknown override(s) {bad}. Valid overrides: "
+                f"{', '.join(sorted(valid))}"
             )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from gymnasium.spaces import Space
 
-_SAMPLE_ALPHABET = list("abcxyz0123456789 +-*/=()\\{}^_.,\n") + ["é", "π", "∑", "—", "😀", "中"]
+_SAMPLE_ALPHABET = [*"abcxyz0123456789 +-*/=()\\{}^_.,\n", "é", "π", "∑", "—", "😀", "中"]
 
 
 class UnicodeText(Space[str]):
@@ -36,5 +36,5 @@ class UnicodeText(Space[str]):
     def __repr__(self) -> str:
         return f"UnicodeText(max_length={self.max_length})"
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, UnicodeText) and other.max_length == self.max_length

@@ -15,12 +15,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import io
 import random
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from pettingzoo.test import api_test, render_test, seed_test
@@ -86,7 +88,11 @@ def check_garbage_actions(env_fn: Callable[..., Any]) -> None:
     env = env_fn()
     for k, garbage in enumerate(GARBAGE_ACTIONS):
         env.reset(seed=k)
-        _play(env, lambda agent, obs: garbage)
+
+        def act(agent: str, obs: Any, action: Any = garbage) -> Any:
+            return action
+
+        _play(env, act)
         ep = _unwrap(env).episode()
         assert ep.verdicts, f"garbage action {garbage!r:.40}: the round was never graded"
         assert not any(v["correct"] for v in ep.verdicts), (
@@ -145,17 +151,22 @@ def check_replay(env_fn: Callable[..., Any]) -> None:
     )
 
 
+def _global_rng_state() -> tuple[object, bytes, int]:
+    mt = np.random.get_state(legacy=False)["state"]
+    return random.getstate(), mt["key"].tobytes(), mt["pos"]
+
+
 def check_global_rng_untouched(env_fn: Callable[..., Any]) -> None:
     """Building, resetting and playing never reads or advances global random/numpy state."""
     random.seed(123)
     np.random.seed(123)
-    before = (random.getstate(), np.random.get_state()[1].tobytes())
+    before = _global_rng_state()
     env = env_fn()
     for s in range(3):
         env.reset(seed=s)
         _play(env, lambda agent, obs: "\\boxed{1}")
     env.close()
-    after = (random.getstate(), np.random.get_state()[1].tobytes())
+    after = _global_rng_state()
     assert before == after, "the environment touched the global random or numpy RNG state"
 
 
@@ -166,7 +177,10 @@ def check_task_pinning(env_fn: Callable[..., Any]) -> None:
     target = ds[len(ds) // 2].id
     for s in (0, 1, 2):
         env.reset(seed=s, options={"task_id": target})
-        assert _unwrap(env).task.id == target, "options={'task_id': ...} did not pin the task"
+        task = _unwrap(env).task
+        assert task is not None and task.id == target, (
+            "options={'task_id': ...} did not pin the task"
+        )
     env.close()
 
 
@@ -186,9 +200,11 @@ def check_verifier_time_limit(
     verifier = copy.copy(u.verifier)
     verifier.timeout = limit
     env.reset(seed=0)
+    task = u.task
+    assert task is not None  # reset picked one
     for prediction, reference in PATHOLOGICAL_PAIRS:
         start = time.monotonic()
-        verdict = verifier.grade(prediction, dataclasses.replace(u.task, answer=reference))
+        verdict = verifier.grade(prediction, dataclasses.replace(task, answer=reference))
         took = time.monotonic() - start
         assert took < limit + slack, f"verifying {prediction!r} took {took:.1f}s (limit {limit}s)"
         assert not verdict.correct, f"{prediction!r} was graded equal to {reference!r}"
@@ -208,13 +224,15 @@ LLM_CHECKS: dict[str, Callable[[Callable[..., Any]], None]] = {
 def check_env(
     env_or_id: Any, *, num_cycles: int = 50, verbose: bool = False, **overrides: Any
 ) -> ConformanceReport:
-    """Run PettingZoo's ``api_test``, ``seed_test``, ``render_test`` and state checks, then the LLM checks.
+    """Run PettingZoo's ``api_test``, ``seed_test``, ``render_test`` and state checks, then the LLM
+    checks.
 
     ``env_or_id`` is a registered id or an environment made by :func:`marft_envs.make` (its spec,
     overrides included, is used to build fresh copies). Raises ``AssertionError`` naming the check.
     """
+    base: dict[str, Any] = {}
     if isinstance(env_or_id, str):
-        env_id, base = env_or_id, {}
+        env_id = env_or_id
         spec_or_id: Any = env_or_id
     else:
         spec_ = getattr(_unwrap(env_or_id), "spec", None)
@@ -222,13 +240,13 @@ def check_env(
             raise ValueError(
                 "check_env needs an id or an environment built by marft_envs.make() (it has a spec)"
             )
-        env_id, spec_or_id, base = spec_.id, spec_, {}
+        env_id, spec_or_id = spec_.id, spec_
 
     def env_fn(**kw: Any) -> Any:
         return make(spec_or_id, **{**base, **overrides, **kw})
 
     report = ConformanceReport(env_id)
-    pz_checks: dict[str, Callable[[], None]] = {
+    pz_checks: dict[str, Callable[[], object]] = {
         "pettingzoo.api_test": lambda: api_test(env_fn(), num_cycles=num_cycles),
         "pettingzoo.seed_test": lambda: seed_test(env_fn, num_cycles=num_cycles),
         "pettingzoo.render_test": lambda: render_test(env_fn),
@@ -237,10 +255,14 @@ def check_env(
             test_state(e, num_cycles),
         ),
     }
-    checks = {**pz_checks, **{name: (lambda f=f: f(env_fn)) for name, f in LLM_CHECKS.items()}}
+    checks: dict[str, Callable[[], object]] = {
+        **pz_checks,
+        **{name: functools.partial(f, env_fn) for name, f in LLM_CHECKS.items()},
+    }
     for name, run in checks.items():
         start = time.monotonic()
-        # PettingZoo's tests print and warn about numpy-only conventions that text envs do not follow.
+        # PettingZoo's tests print and warn about numpy-only conventions that text envs do not
+        # follow.
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()) as out:
             warnings.simplefilter("ignore")
             try:

@@ -92,7 +92,8 @@ class SeatEpisode:
         return self.messages
 
     def act(self, text: str) -> float | None:
-        """Play ``text`` as the seat's action; the seat's reward (``None``: infrastructure error)."""
+        """Play ``text`` as the seat's action; the seat's reward (``None``: infrastructure
+        error)."""
         if self._acted:
             raise RuntimeError("this rollout's seat has already acted: reset() first")
         self._acted = True
@@ -133,14 +134,16 @@ class SeatEnvironment:
         self.episode = SeatEpisode(env_id, seat, others, url=url, **overrides)
 
     def reset(self, seed: int | None = None, task_id: str | None = None, **row: Any) -> str:
-        """Start the row's episode; return the seat's user message (TRL appends it to the prompt)."""
+        """Start the row's episode; return the seat's user message (TRL appends it to the
+        prompt)."""
         return self.episode.reset(seed=seed, task_id=task_id)[-1]["content"]
 
 
 def seat_environment_factory(
     env_id: str, seat: str, others: Any, *, url: str | None = None, **overrides: Any
 ) -> Callable[[], SeatEnvironment]:
-    """The ``environment_factory`` for ``GRPOTrainer``: a fresh :class:`SeatEnvironment` per call."""
+    """The ``environment_factory`` for ``GRPOTrainer``: a fresh :class:`SeatEnvironment` per
+    call."""
     SeatEpisode(env_id, seat, others, url=url, **overrides).close()  # fail now on bad input
 
     def factory() -> SeatEnvironment:

@@ -88,7 +88,8 @@ class VectorFlexEnv:
         for i, env in enumerate(self.envs):
             if list(env.possible_agents) != self.possible_agents:
                 raise ValueError(
-                    f"Environment {i} has agents {env.possible_agents}, expected {self.possible_agents}: "
+                    f"Environment {i} has agents {env.possible_agents}, expected "
+                    f"{self.possible_agents}: "
                     "a vector environment needs one team layout"
                 )
         self.seed = seed
@@ -179,11 +180,12 @@ class VectorFlexEnv:
                 f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments"
             )
         finished: list[Episode] = []
-        for i, action in zip(batch.env_indices, actions):
+        for i, action in zip(batch.env_indices, actions, strict=True):
             env = self.envs[i]
             if env.agent_selection != batch.agent:
                 raise ValueError(
-                    f"Environment {i} waits on {env.agent_selection!r}, not {batch.agent!r}: stale batch"
+                    f"Environment {i} waits on {env.agent_selection!r}, not {batch.agent!r}: "
+                    "stale batch"
                 )
             env.step(action)
             if env.terminations[env.agent_selection] or env.truncations[env.agent_selection]:

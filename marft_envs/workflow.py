@@ -38,7 +38,8 @@ class Role:
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
             raise ValueError(
-                f"Role name must be a Python identifier (it becomes part of agent ids), got {self.name!r}"
+                "Role name must be a Python identifier (it becomes part of agent ids), got "
+                f"{self.name!r}"
             )
 
 
@@ -61,7 +62,8 @@ class Workflow:
             raise ValueError(f"Workflow {self.name!r} needs at least one role")
         if self.task_kind not in ("math", "code"):
             raise ValueError(
-                f"Workflow {self.name!r}: task_kind must be 'math' or 'code', got {self.task_kind!r}"
+                f"Workflow {self.name!r}: task_kind must be 'math' or 'code', got "
+                f"{self.task_kind!r}"
             )
         if not -n <= self.answerer < n:
             raise ValueError(
@@ -75,12 +77,15 @@ class Workflow:
             for j, v in enumerate(row):
                 if v not in (0, 1):
                     raise ValueError(
-                        f"Workflow {self.name!r}: dependency entries must be 0 or 1, got {v} at [{i}][{j}]"
+                        f"Workflow {self.name!r}: dependency entries must be 0 or 1, got {v} "
+                        f"at [{i}][{j}]"
                     )
                 if v and j >= i:
                     raise ValueError(
-                        f"Workflow {self.name!r}: dependency matrix must be strictly lower triangular "
-                        f"(agent {i} cannot see agent {j}'s same-round action: {j} acts at or after {i})"
+                        f"Workflow {self.name!r}: dependency matrix must be strictly lower "
+                        "triangular "
+                        f"(agent {i} cannot see agent {j}'s same-round action: {j} acts at "
+                        f"or after {i})"
                     )
         object.__setattr__(self, "_matrix", matrix)
         object.__setattr__(
@@ -113,10 +118,10 @@ class Workflow:
         """Positions whose same-round actions agent ``i`` sees."""
         return list(self._sees[i])
 
-    def without_roles(self) -> "Workflow":
+    def without_roles(self) -> Workflow:
         """The ``roles=False`` ablation: same order and matrix, every agent the generic prompt."""
         generic = GENERIC_INSTRUCTIONS[self.task_kind]
-        roles = tuple(Role(f"agent", generic, r.sees_problem) for r in self.roles)
+        roles = tuple(Role("agent", generic, r.sees_problem) for r in self.roles)
         return replace(self, name=f"{self.name}-noroles", roles=roles)
 
 
@@ -147,7 +152,8 @@ _BOXED = "End with the final answer alone in \\boxed{}, for example \\boxed{42}.
 
 REASONER = Role(
     "reasoner",
-    "You are the Reasoner of a math team. Analyse the problem: identify what is asked, the relevant "
+    "You are the Reasoner of a math team. Analyse the problem: identify what is asked, the "
+    "relevant "
     "facts and a plan of attack, and work through the key steps. Be concise and precise. Your "
     "teammates will build on your analysis.",
 )
@@ -200,7 +206,8 @@ def register_workflow(workflow: Workflow, *, overwrite: bool = False) -> Workflo
     """Make a workflow available by name to ``make(..., workflow=name)``."""
     if workflow.name in _WORKFLOWS and not overwrite and _WORKFLOWS[workflow.name] != workflow:
         raise ValueError(
-            f"A different workflow named {workflow.name!r} is already registered (pass overwrite=True)"
+            f"A different workflow named {workflow.name!r} is already registered (pass "
+            "overwrite=True)"
         )
     _WORKFLOWS[workflow.name] = workflow
     return workflow

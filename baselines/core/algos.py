@@ -238,10 +238,10 @@ def _gae(
     when None) and ``A_next = 0``. ``discount_t`` and ``trace_t`` are the factors on
     the edge from step t to its successor. All inputs ``[B, N]``; bootstrap ``[B]``.
     """
-    for name, t in (("values", values), ("mask", mask), ("discount", discount), ("trace", trace)):
-        if t.shape != rewards.shape:
+    for name, x in (("values", values), ("mask", mask), ("discount", discount), ("trace", trace)):
+        if x.shape != rewards.shape:
             raise ValueError(
-                f"{name} shape {tuple(t.shape)} != rewards shape {tuple(rewards.shape)}"
+                f"{name} shape {tuple(x.shape)} != rewards shape {tuple(rewards.shape)}"
             )
     m = mask.bool()
     dtype, device = values.dtype, values.device

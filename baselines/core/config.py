@@ -10,12 +10,14 @@ tabled in ``docs/baselines_algorithms.md``.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import math
 import types
 import typing
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,7 +49,7 @@ class ConfigError(ValueError):
 def _f(default: Any, help: str) -> Any:
     """A dataclass field with a one-line description (shown by :func:`config_help`)."""
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda d=default: type(d)(d), metadata={"help": help})
+        return field(default_factory=partial(copy.copy, default), metadata={"help": help})
     return field(default=default, metadata={"help": help})
 
 
@@ -232,8 +234,11 @@ class Config:
             (m.lora_r >= 1, "model.lora_r must be >= 1"),
             (
                 not {"lm_head", "embed_tokens"} & set(m.target_modules),
-                "model.target_modules must not name lm_head or embed_tokens: log-probabilities are "
-                "projected with the base model's output embedding, so a LoRA there would not train",
+                (
+                    "model.target_modules must not name lm_head or embed_tokens: log-probabilities "
+                    "are projected with the base model's output embedding, so a LoRA there would "
+                    "not train"
+                ),
             ),
             (0.0 <= m.lora_dropout < 1.0, "model.lora_dropout must be in [0, 1)"),
             (
@@ -255,7 +260,8 @@ class Config:
             (
                 t.env_workers <= self.env.num_envs,
                 (
-                    f"train.env_workers={t.env_workers} exceeds env.num_envs={self.env.num_envs}: each "
+                    f"train.env_workers={t.env_workers} exceeds "
+                    f"env.num_envs={self.env.num_envs}: each "
                     "worker needs at least one environment"
                 ),
             ),
@@ -524,7 +530,7 @@ def config_help() -> str:
     defaults = Config()
     lines = ["Config fields (override with key=value; a bare field name works when unique):"]
     for section, cls in SECTIONS.items():
-        lines.append(f"\n{section}: {cls.__doc__.strip().splitlines()[0]}")
+        lines.append(f"\n{section}: {(cls.__doc__ or cls.__name__).strip().splitlines()[0]}")
         hints = _hints(cls)
         for f in dataclasses.fields(cls):
             default = getattr(getattr(defaults, section), f.name)

@@ -38,7 +38,8 @@ class ValueHead(nn.Module):
 
 
 def centralized_messages(state: str, agent: str, role: str) -> list[dict]:
-    """The centralized critic's input for the turn of ``agent``: the global state, role-conditioned."""
+    """The centralized critic's input for the turn of ``agent``: the global state,
+    role-conditioned."""
     return [{"role": "user", "content": f"{state}\n\nNext to act: {agent} ({role})."}]
 
 

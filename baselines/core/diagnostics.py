@@ -48,7 +48,7 @@ def answer_in_predecessors(rollout: Rollout) -> dict[str, float]:
     episodes without an extracted answer are left out (an empty dict when none has one)."""
     hits: dict[str, int] = {}
     graded = anywhere = 0
-    for episode, turns in zip(rollout.episodes, rollout.turns):
+    for episode, turns in zip(rollout.episodes, rollout.turns, strict=True):
         verdict = episode.verdicts[-1] if episode.verdicts else {}
         answer, answerer = verdict.get("answer"), verdict.get("answerer")
         if not answer or not turns:

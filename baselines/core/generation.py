@@ -111,7 +111,8 @@ class SampledLogprobs:
 
 
 class HFGenerator:
-    """Batched, left-padded transformers ``generate`` on an :class:`~baselines.core.models.AdapterModel`.
+    """Batched, left-padded transformers ``generate`` on an
+    :class:`~baselines.core.models.AdapterModel`.
 
     Response ids keep the stop token (the policy must learn to stop) and drop padding; texts are
     decoded without special tokens. Sampling draws from the global torch RNG, so a restored RNG
@@ -143,12 +144,12 @@ class HFGenerator:
     def _generate_chunk(self, adapter, prompts, sampling: SamplingSpec, result: Generation) -> None:
         pad = self.tokenizer.pad_token_id
         ids, mask = left_pad(prompts, pad)
-        kwargs = dict(
-            max_new_tokens=sampling.max_new_tokens,
-            pad_token_id=pad,
-            eos_token_id=self.stop_ids,
-            do_sample=not sampling.greedy,
-        )
+        kwargs = {
+            "max_new_tokens": sampling.max_new_tokens,
+            "pad_token_id": pad,
+            "eos_token_id": self.stop_ids,
+            "do_sample": not sampling.greedy,
+        }
         if not sampling.greedy:
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
         else:
@@ -178,7 +179,7 @@ class HFGenerator:
         logprobs = recorder.finish(new_ids)
         new = new_ids.tolist()
         stops = set(self.stop_ids)
-        for b, (prompt, row) in enumerate(zip(prompts, new)):
+        for b, (prompt, row) in enumerate(zip(prompts, new, strict=True)):
             # generate pads a row only after its stop token, so a row without a stop token is
             # max_new_tokens genuine samples (a sampled pad id included)
             cut = next((i for i, tok in enumerate(row) if tok in stops), None)

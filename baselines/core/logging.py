@@ -20,10 +20,13 @@ import time
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
 
 __all__ = [
     "JSONL_NAME",
@@ -139,7 +142,7 @@ class MetricsLogger:
             self._tb.close()
             self._tb = None
 
-    def __enter__(self) -> MetricsLogger:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -245,7 +248,8 @@ def plot_learning_curves(
             f"no metrics to plot in {jsonl_path}" + (f" matching {keys}" if keys else "")
         )
     plt, fig, axes = _figure(len(panels))
-    for ax, (panel, lines) in zip(axes, panels.items()):
+    # the grid may have more cells than panels (3 columns)
+    for ax, (panel, lines) in zip(axes, panels.items(), strict=False):
         for label, key in lines:
             ax.plot(
                 *_series(rows, key), label=label or None, marker="." if len(rows) < 30 else None
@@ -280,7 +284,8 @@ def plot_side_by_side(
         if not any(_series(rows, k)[0] for rows in data.values()):
             raise ValueError(f"no run in {list(runs)} logged {k!r}")
     plt, fig, axes = _figure(len(keys))
-    for ax, k in zip(axes, keys):
+    # the grid may have more cells than panels (3 columns)
+    for ax, k in zip(axes, keys, strict=False):
         for name, rows in data.items():
             xs, ys = _series(rows, k)
             if xs:

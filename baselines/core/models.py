@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -39,7 +39,7 @@ SMOLLM2 = "smollm2-135m"
 RANDOM_QWEN2_05B = "random-qwen2-0.5b"
 BUILTIN_MODELS = (TINY_RANDOM, TINY_RANDOM_LLAMA, RANDOM_QWEN2_05B, SMOLLM2)
 # the shape of Qwen/Qwen2-0.5B (its published config.json)
-QWEN2_05B_SHAPE = {
+QWEN2_05B_SHAPE: dict[str, Any] = {
     "hidden_size": 896,
     "intermediate_size": 4864,
     "num_hidden_layers": 24,
@@ -193,9 +193,10 @@ def _load_smollm2(dtype: torch.dtype):
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=dtype)
     # transformers dequantises GGUF weights into plain tensors but keeps a "gguf quantizer" on
     # the model, which blocks save_pretrained; the weights are ordinary, so drop the marker.
-    model.hf_quantizer = None
+    # (attributes transformers sets at load time but its model class does not declare)
+    model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model, "is_quantized"):
-        model.is_quantized = False
+        model.is_quantized = False  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     # Dequantising the GGUF file takes tens of seconds; later loads read the safetensors copy.
@@ -326,7 +327,8 @@ class PackedBatch:
     """Right-padded ``prompt + action`` sequences and where each action token is predicted.
 
     ``positions[b, t]`` is the index of the hidden state that predicts action token ``t`` of row
-    ``b`` (the token before it), ``targets[b, t]`` that token, and ``mask[b, t]`` whether it is real.
+    ``b`` (the token before it), ``targets[b, t]`` that token, and ``mask[b, t]`` whether it is
+    real.
     """
 
     input_ids: torch.Tensor  # [B, T] long
@@ -363,14 +365,14 @@ def pack_sequences(
     if any(len(p) == 0 for p in prompts):
         raise ValueError("every prompt needs at least one token")
     rows = len(prompts)
-    total = max(len(p) + len(a) for p, a in zip(prompts, actions))
+    total = max(len(p) + len(a) for p, a in zip(prompts, actions, strict=True))
     width = max(1, max(len(a) for a in actions))
     input_ids = torch.full((rows, total), pad_id, dtype=torch.long)
     attention = torch.zeros((rows, total), dtype=torch.long)
     positions = torch.zeros((rows, width), dtype=torch.long)
     targets = torch.full((rows, width), pad_id, dtype=torch.long)
     mask = torch.zeros((rows, width), dtype=torch.bool)
-    for b, (p, a) in enumerate(zip(prompts, actions)):
+    for b, (p, a) in enumerate(zip(prompts, actions, strict=True)):
         seq = list(p) + list(a)
         input_ids[b, : len(seq)] = torch.tensor(seq, dtype=torch.long)
         attention[b, : len(seq)] = 1
@@ -419,7 +421,7 @@ def logprobs_from_hidden(
     (activation checkpointing) instead of being kept, so memory never scales with
     ``N x vocabulary``. Returns two ``[N]`` float32 tensors.
     """
-    weight, bias = lm_head.weight, getattr(lm_head, "bias", None)
+    weight, bias = cast(torch.Tensor, lm_head.weight), getattr(lm_head, "bias", None)
     logps, ents = [], []
     for start in range(0, hidden.shape[0], chunk_size):
         h, t = hidden[start : start + chunk_size], targets[start : start + chunk_size]
@@ -498,7 +500,7 @@ class AdapterModel:
         from peft.tuners.tuners_utils import BaseTunerLayer
 
         self._lora_layers = [m for m in self.peft.modules() if isinstance(m, BaseTunerLayer)]
-        self._active: str | None = None
+        self._active = ""  # no adapter yet: use() below activates the first
         self.use(self.adapters[0])
 
     def _collect(self, name: str) -> list[nn.Parameter]:

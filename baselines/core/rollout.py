@@ -72,7 +72,8 @@ def _check_matches(episode: Episode, pending: list[tuple]) -> None:
     The env may shorten an action (max_action_chars), hence the prefix test.
     """
     if len(episode.turns) == len(pending) and all(
-        t.agent == p[0] and p[3].startswith(t.action) for t, p in zip(episode.turns, pending)
+        t.agent == p[0] and p[3].startswith(t.action)
+        for t, p in zip(episode.turns, pending, strict=True)
     ):
         return
     raise RolloutError(
@@ -151,7 +152,7 @@ def collect(
     # wanted[i]: start number of the episode environment i plays, None once it is beyond target.
     # A plan fixes the episodes itself (environments go idle), so every environment is wanted.
     if plan is not None:
-        wanted: dict[int, int | None] = {i: 0 for i in range(venv.num_envs)}
+        wanted: dict[int, int | None] = dict.fromkeys(range(venv.num_envs), 0)
     else:
         wanted = {i: (i if i < target else None) for i in range(venv.num_envs)}
     next_start = min(target, venv.num_envs)
@@ -189,19 +190,20 @@ def collect(
         calls += 1
         sizes += len(batch)
         for episode in finished:
-            env_index = episode.env_index
-            if env_index not in pending:
+            index = episode.env_index
+            if index is None or index not in pending:
                 raise RolloutError(
                     f"a finished episode of task {episode.task_id!r} names environment "
-                    f"{env_index!r}; valid: 0..{venv.num_envs - 1}"
+                    f"{index!r}; valid: 0..{venv.num_envs - 1}"
                 )
-            played = pending[env_index]
+            played = pending[index]
             _check_matches(episode, played)
-            order = wanted[env_index] if plan is None else len(done)
+            order = wanted[index] if plan is None else len(done)
+            assert order is not None  # only environments whose episode is wanted are stepped
             done.append((order, episode, played))
-            pending[env_index] = []
+            pending[index] = []
             if plan is None:
-                wanted[env_index] = next_start if next_start < target else None
+                wanted[index] = next_start if next_start < target else None
                 next_start += 1
     done.sort(key=lambda d: d[0])
     return _assemble(
@@ -250,7 +252,7 @@ def _assemble(
                     p[4],
                     p[5],
                 )
-                for i, (t, p) in enumerate(zip(episode.turns, played))
+                for i, (t, p) in enumerate(zip(episode.turns, played, strict=True))
             ]
         )
     if drop_infra_errors and not episodes:

@@ -2,7 +2,8 @@
 
     from baselines.distributed import make_worker_group
     venv = make_worker_group("ray", "math-3agent", num_envs=16, num_workers=4, seed=0)
-    rollout = collect(venv, generator, adapter_for, 32, sampling, seed=0)   # same loop as in-process
+    rollout = collect(venv, generator, adapter_for, 32, sampling, seed=0)   # same loop as
+    in-process
 
 Ray and vLLM are optional extras (``ray``, ``vllm``) and are imported only when used.
 See docs/distributed.md.

@@ -54,7 +54,8 @@ class RemoteGenerator:
 
     Args:
         factory: picklable zero-argument callable that builds the generator inside the actor
-            (e.g. ``functools.partial(VLLMGenerator.from_path, base_path, tokenizer, work_dir, ...)``).
+            (e.g. ``functools.partial(VLLMGenerator.from_path, base_path, tokenizer, work_dir,
+            ...)``).
         num_gpus: GPUs the actor reserves (fractions colocate with other actors on one GPU).
         timeout_s: deadline of every call (building the engine included).
         actor_options: more ``ray.remote`` options, e.g. ``scheduling_strategy=

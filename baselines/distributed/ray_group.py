@@ -49,7 +49,8 @@ def source_runtime_env() -> dict[str, Any]:
 
 
 class NotEnoughCPUs(ValueError):
-    """The Ray cluster has fewer free CPUs than the group's actors reserve (they would never start)."""
+    """The Ray cluster has fewer free CPUs than the group's actors reserve (they would never
+    start)."""
 
 
 def check_cpus(ray: Any, num_workers: int, options: dict[str, Any], wait_s: float = 10.0) -> None:
@@ -83,7 +84,8 @@ class RayWorkerGroup(WorkerGroup):
     """Environments split over ``num_workers`` Ray actors, presented as one vector environment.
 
     Args:
-        env_fn: picklable factory of one environment (see :func:`~baselines.distributed.workers.env_factory`).
+        env_fn: picklable factory of one environment (see
+        :func:`~baselines.distributed.workers.env_factory`).
         num_envs: environments in the group; ``num_workers`` contiguous shards of them.
         seed: default reset seed (global environment ``i`` gets ``seed + i``).
         call_timeout_s: deadline of one call to one shard (a reset, a batch, a step); a shard
@@ -133,7 +135,7 @@ class RayWorkerGroup(WorkerGroup):
         check_cpus(ray, self.num_workers, options)
         self._actor_cls = ray.remote(EnvShard).options(**options)
         self._actors: list[Any] = [None] * self.num_workers
-        agents = self._call({s: ("ready", ()) for s in range(self.num_workers)}, spawn=True)
+        agents = self._call(dict.fromkeys(range(self.num_workers), ("ready", ())), spawn=True)
         self.possible_agents = agents[0]
 
     # -- calls with deadlines and recovery ---------------------------------------------------
@@ -217,10 +219,11 @@ class RayWorkerGroup(WorkerGroup):
             )
         if replayed:
             views = dict(replayed[0])
-            for (_, idx, _), result in zip(log.steps, replayed[1:]):
+            for (_, idx, _), result in zip(log.steps, replayed[1:], strict=True):
                 apply_step_views(views, idx, result.views)
             if views != log.views:
-                differ = sorted(i for i in log.views if views.get(i) != log.views[i])
+                old = log.views or {}
+                differ = sorted(i for i in old if views.get(i) != old[i])
                 raise WorkerError(
                     f"{where} was lost ({why}) and its replay does not reproduce what its "
                     f"environments showed (local environments {differ} differ): the environment "
@@ -237,7 +240,7 @@ class RayWorkerGroup(WorkerGroup):
 
     def worker_pids(self) -> list[int]:
         """Process id of each shard's actor (for diagnostics and fault tests)."""
-        pids = self._call({s: ("pid", ()) for s in range(self.num_workers)})
+        pids = self._call(dict.fromkeys(range(self.num_workers), ("pid", ())))
         return [pids[s] for s in range(self.num_workers)]
 
     def close(self) -> None:

@@ -1,4 +1,5 @@
-"""vLLM generation behind the :class:`~baselines.core.generation.Generator` interface (extra ``vllm``).
+"""vLLM generation behind the :class:`~baselines.core.generation.Generator` interface (extra
+``vllm``).
 
 The base model is loaded once into a vLLM engine with LoRA enabled; every agent's adapter is
 served as its own ``LoRARequest`` (multi-LoRA serving: one engine, one base, many adapters).
@@ -70,7 +71,8 @@ def clean_base_state_dict(peft_model) -> dict[str, torch.Tensor]:
 
 
 def export_base(model, folder: str | Path) -> Path:
-    """Write the base of an :class:`~baselines.core.models.AdapterModel` (weights + tokenizer) for vLLM."""
+    """Write the base of an :class:`~baselines.core.models.AdapterModel` (weights + tokenizer) for
+    vLLM."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     base = model.peft.get_base_model()
@@ -145,7 +147,7 @@ def sampled_logprobs(token_ids: Sequence[int], logprobs: Any) -> list[float]:
     Logprob}`` per position; ``None`` when not requested): ``[]`` when absent."""
     if not logprobs:
         return []
-    return [float(pos[tok].logprob) for pos, tok in zip(logprobs, token_ids)]
+    return [float(pos[tok].logprob) for pos, tok in zip(logprobs, token_ids, strict=True)]
 
 
 class VLLMGenerator:
@@ -268,7 +270,7 @@ class VLLMGenerator:
             use_tqdm=False,
         )
         result = Generation([], [], [], [], [])
-        for ids, out in zip(prompts, outputs):
+        for ids, out in zip(prompts, outputs, strict=True):
             completion = out.outputs[0]
             action = action_ids(
                 completion.token_ids,

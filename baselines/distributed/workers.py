@@ -38,7 +38,8 @@ class WorkerError(RuntimeError):
 
 
 def split_evenly(total: int, parts: int) -> list[tuple[int, int]]:
-    """``(offset, size)`` of ``parts`` contiguous shards of ``total`` items, sizes differing by <= 1."""
+    """``(offset, size)`` of ``parts`` contiguous shards of ``total`` items, sizes differing by
+    <= 1."""
     if parts < 1:
         raise ValueError(f"need at least one shard, got {parts}")
     if total < parts:
@@ -133,7 +134,8 @@ class EnvShard:
         stub = Batch(agent, list(indices), [], [], [])
         episodes = self.venv.step(stub, actions)
         for ep in episodes:  # global index, as one VectorFlexEnv of the whole group would say
-            ep.env_index += self.offset
+            if ep.env_index is not None:  # always set by VectorFlexEnv.step
+                ep.env_index += self.offset
         return ShardStep(episodes, self.views(indices))
 
     def views(self, indices) -> dict[int, View]:
@@ -181,7 +183,8 @@ def split_plan(
     for k, item in enumerate(plan):
         i = k % num_envs
         s = next(s for s, (offset, size) in enumerate(shards) if offset <= i < offset + size)
-        out[s].append(tuple(item))
+        index, task_id = item  # a list when the plan came from JSON
+        out[s].append((index, task_id))
     return out
 
 
@@ -209,7 +212,7 @@ class WorkerGroup(ABC):
         Must return a result for every requested shard or raise (never a partial dict).
         """
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 -- a no-op default; groups holding workers override it
         """Release the workers."""
 
     # -- the VectorFlexEnv surface -----------------------------------------------------------
@@ -264,7 +267,8 @@ class WorkerGroup(ABC):
         return Counter(view.agent for log in self._logs for view in (log.views or {}).values())
 
     def next_batch(self, agent: str | None = None) -> Batch:
-        """The batch for ``agent`` or for the agent most environments wait on (VectorFlexEnv's rule)."""
+        """The batch for ``agent`` or for the agent most environments wait on (VectorFlexEnv's
+        rule)."""
         counts = self.waiting()
         if not counts:
             raise RuntimeError("Every environment is idle: the plan given to reset() is exhausted")
@@ -273,8 +277,9 @@ class WorkerGroup(ABC):
         merged = Batch(agent, [], [], [], [])
         for s, log in enumerate(self._logs):
             offset = self.shards[s][0]
-            for i in sorted(log.views or {}):
-                view = log.views[i]
+            views = log.views or {}
+            for i in sorted(views):
+                view = views[i]
                 if view.agent == agent:
                     merged.env_indices.append(offset + i)
                     merged.observations.append(view.observation)
@@ -292,7 +297,7 @@ class WorkerGroup(ABC):
                 f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments"
             )
         per_shard: dict[int, tuple[list[int], list[Any]]] = {}
-        for i, action in zip(batch.env_indices, actions):
+        for i, action in zip(batch.env_indices, actions, strict=True):
             s = self._shard_of(i)
             local, acts = per_shard.setdefault(s, ([], []))
             local.append(i - self.shards[s][0])
@@ -303,7 +308,9 @@ class WorkerGroup(ABC):
         finished: list[Episode] = []
         for s in sorted(results):
             self._logs[s].steps.append((batch.agent, *per_shard[s]))
-            apply_step_views(self._logs[s].views, per_shard[s][0], results[s].views)
+            views = self._logs[s].views
+            assert views is not None  # every shard was reset (_require_reset)
+            apply_step_views(views, per_shard[s][0], results[s].views)
             finished += results[s].episodes
         return finished
 

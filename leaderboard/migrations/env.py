@@ -46,6 +46,8 @@ def run_migrations_online() -> None:
     url = context.get_x_argument(as_dictionary=True).get("url") or config.get_main_option(
         "sqlalchemy.url"
     )
+    if not url:
+        raise RuntimeError("no database: pass `-x url=...` or set sqlalchemy.url in alembic.ini")
     engine = create_engine(url)
     with engine.connect() as conn:
         _configure_and_run(conn)

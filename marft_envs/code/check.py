@@ -207,6 +207,7 @@ def _io_units(
         backend = getattr(res, "backend", "") or backend
         status = res.status.value
         source = f"stdin: {t.stdin[:200]!r}"
+        outcome: Outcome
         if status == "ok":
             ok = outputs_match(res.stdout, t.expected_stdout, rule)
             outcome, msg = ("pass", "") if ok else ("fail", f"wrong output: {res.stdout[:200]!r}")
@@ -313,7 +314,10 @@ def check(
     else:
         first = failing[0] if failing else None
         outcome = first.outcome if first else "fail"
-        reason = f"passed {passed}/{total} tests; first problem: {first.message if first else 'tests not run'}"
+        reason = (
+            f"passed {passed}/{total} tests; first problem: "
+            f"{first.message if first else 'tests not run'}"
+        )
     return TestReport(
         outcome=outcome,
         passed=passed,

@@ -54,7 +54,7 @@ def _match_livecodebench(actual: str, expected: str) -> bool:
     got, want = _lcb_lines(actual), _lcb_lines(expected)
     if len(got) != len(want):
         return False
-    for a, b in zip(got, want):
+    for a, b in zip(got, want, strict=True):
         if a == b:
             continue
         da, db = _decimals(a), _decimals(b)
@@ -94,7 +94,9 @@ def _match_codecontests(actual: str, expected: str) -> bool:
     want = [t.lower() for t in _CC_SPLIT.split(expected) if t]
     if got == want:
         return True
-    return len(got) == len(want) and all(_cc_values_match(a, b) for a, b in zip(got, want))
+    return len(got) == len(want) and all(
+        _cc_values_match(a, b) for a, b in zip(got, want, strict=True)
+    )
 
 
 def _number(token: str) -> float | None:
@@ -110,7 +112,7 @@ def _match_apps(actual: str, expected: str) -> bool:
         return True
     if len(got) != len(want):
         return False
-    for a, b in zip(got, want):
+    for a, b in zip(got, want, strict=True):
         if a == b:
             continue
         x, y = _number(a), _number(b)

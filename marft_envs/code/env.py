@@ -2,7 +2,8 @@
 ``{humaneval,mbpp,code,lcb,apps,codecontests}-{2,3,4}agent``.
 
     env = marft_envs.make("humaneval-3agent")               # sandbox found automatically
-    env = marft_envs.make("mbpp-2agent", sandbox="docker", reward="all", feedback="tests", horizon=2)
+    env = marft_envs.make("mbpp-2agent", sandbox="docker", reward="all", feedback="tests",
+    horizon=2)
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ CODE_FAMILIES: dict[str, tuple[str, str, str]] = {
 
 
 def _load_tasks() -> None:
-    import tasks.code_loaders  # noqa: F401  (registers humaneval, mbpp, code)
+    import tasks.code_loaders
     import tasks.competitive  # noqa: F401  (registers livecodebench, apps, codecontests)
 
 
@@ -51,7 +52,8 @@ def make_code_env(
 
     ``sandbox``: a backend name (``"docker"``, ``"bwrap"``, ``"subprocess"``), a Sandbox, or
     None to choose automatically on the first grade. ``reward``: ``"fraction"`` or ``"all"``.
-    ``test_timeout``: seconds per test (None: the task's own limit, else 10 s). Everything else goes to ``FlexMGEnv``
+    ``test_timeout``: seconds per test (None: the task's own limit, else 10 s). Everything else goes
+    to ``FlexMGEnv``
     (dataset, split, workflow, horizon, feedback, reward_to, roles, seed, ...); an explicit
     ``verifier`` replaces the code verifier.
     """

@@ -21,7 +21,8 @@ __all__ = ["defines", "extract_program"]
 # A fence opens with 3+ backticks (or tildes) and an optional info string; it closes with
 # the same fence on its own line.
 _FENCE = re.compile(
-    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)(?:^[ \t]*(?P=fence)[ \t]*$|\Z)",
+    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)(?:^[ "
+    r"\t]*(?P=fence)[ \t]*$|\Z)",
     re.MULTILINE | re.DOTALL,
 )
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
@@ -84,7 +85,8 @@ def defines(program: str, name: str | None) -> bool:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id == name for t in targets):
                 return True
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
-                return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+            (a.asname or a.name.split(".")[0]) == name for a in node.names
+        ):
+            return True
     return False

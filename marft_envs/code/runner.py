@@ -46,22 +46,20 @@ class WireError(ValueError):
 _type = type
 _len = len
 _repr = repr
-_ITER_TYPES = tuple(
-    _type(x)
-    for x in (
-        (i for i in ()),
-        map(int, ()),
-        filter(None, ()),
-        zip(),
-        enumerate(()),
-        reversed(()),
-        iter(()),
-        iter([]),
-        iter(""),
-        iter({}),
-        iter(set()),
-    )
+_EMPTY_ITERATORS: tuple[object, ...] = (
+    (i for i in range(0)),
+    map(int, ()),
+    filter(None, ()),
+    zip(),
+    enumerate(()),
+    reversed(()),
+    iter(()),
+    iter([]),
+    iter(""),
+    iter({}),
+    iter(set()),
 )
+_ITER_TYPES = tuple(_type(x) for x in _EMPTY_ITERATORS)
 
 
 def encode(value, *, ref=None):
@@ -115,7 +113,7 @@ def encode(value, *, ref=None):
         if base is not None:  # a subclass (Counter, namedtuple, IntEnum...): its base value
             return enc(base, depth)
         if t in _ITER_TYPES:
-            items = []
+            items: list = []
             for x in v:
                 if _len(items) >= MAX_ITER_ITEMS:
                     raise WireError("iterator too long")

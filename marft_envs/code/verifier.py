@@ -1,4 +1,5 @@
-"""`CodeVerifier`: the code tasks' implementation of the Verifier protocol (docs/architecture.md)."""
+"""`CodeVerifier`: the code tasks' implementation of the Verifier protocol
+(docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -114,7 +115,9 @@ class CodeVerifier:
         start = time.monotonic()
         try:
             return self._check(response, task, "hidden").to_verdict()
-        except Exception as e:  # no backend, a broken task: never the policy's fault
+        # The Verifier contract: grade() never raises. No backend, a broken task: an
+        # infrastructure verdict, never the policy's fault.
+        except Exception as e:  # noqa: BLE001
             return self._infra(f"{type(e).__name__}: {e}", response, start)
 
     def feedback(self, response: str, task: Task, verdict: Verdict, mode: str) -> str:
@@ -128,7 +131,10 @@ class CodeVerifier:
         if mode == "none":
             return ""
         if verdict.infra_error:
-            return "The team's program could not be checked (infrastructure error); this round is not scored."
+            return (
+                "The team's program could not be checked (infrastructure error); this round is "
+                "not scored."
+            )
         if mode == "verdict":
             outcome = verdict.details.get("outcome", "pass" if verdict.correct else "fail")
             judged = "correct" if verdict.correct else f"incorrect (outcome: {outcome})"
@@ -145,7 +151,7 @@ class CodeVerifier:
             return "Feedback: this task has no public tests to show."
         try:
             report = self._check(response, task, "public")
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 -- feedback() never raises, as grade()
             return f"The public tests could not be run (infrastructure error: {type(e).__name__})."
         if report.outcome == "infra_error":
             return "The public tests could not be run (infrastructure error)."

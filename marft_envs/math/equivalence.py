@@ -107,13 +107,13 @@ def _with_opaque_parts(ta: Tree, tb: Tree, names, approximate: bool) -> bool | N
         except _UNDECIDED:
             return None
     try:
-        if all(values_equal(x, y, approximate) is True for x, y in zip(va, vb)):
+        if all(values_equal(x, y, approximate) is True for x, y in zip(va, vb, strict=True)):
             return True
-        gaps = [x - y for x, y in zip(va, vb)]
+        gaps = [x - y for x, y in zip(va, vb, strict=True)]
         if _same_everywhere(gaps) and values_equal(gaps[0], _ZERO, False) is False:
             return False
         if all(values_equal(y, _ZERO, False) is False for y in vb):
-            ratios = [divide(x, y) for x, y in zip(va, vb)]
+            ratios = [divide(x, y) for x, y in zip(va, vb, strict=True)]
             if _same_everywhere(ratios) and values_equal(ratios[0], _ONE, False) is False:
                 return False
         if not names and _same_everywhere(va) and _same_everywhere(vb):
@@ -254,7 +254,9 @@ def _grouped_as_flat(xs: tuple, ys: tuple):
         if len(groups) < len(flat) and all(isinstance(g, st.Seq) for g in groups):
             items = tuple(i for g in groups for i in g.items)
             if len(items) == len(flat):
-                return list(zip(items, flat) if groups is xs else zip(flat, items))
+                return list(
+                    zip(items, flat, strict=True) if groups is xs else zip(flat, items, strict=True)
+                )
     return None
 
 
@@ -286,7 +288,7 @@ def _text_key(s: str) -> str:
 def _relations(p: st.Relation, r: st.Relation, judge) -> Outcome:
     if p.ops != r.ops or len(p.parts) != len(r.parts):
         return False, EXACT
-    return _all(zip(map(st.Leaf, p.parts), map(st.Leaf, r.parts)), judge)
+    return _all(zip(map(st.Leaf, p.parts), map(st.Leaf, r.parts), strict=True), judge)
 
 
 def compare(p, r, judge) -> Outcome:
@@ -325,7 +327,7 @@ def compare(p, r, judge) -> Outcome:
     if tp is st.Seq and tr is st.Seq:
         if (p.open, p.close) != (r.open, r.close) or len(p.items) != len(r.items):
             return False, EXACT
-        return _all(zip(p.items, r.items), judge)
+        return _all(zip(p.items, r.items, strict=True), judge)
     if st.Union in (tp, tr) and {tp, tr} <= {st.Union, st.Seq}:
         a, b = as_set(p), as_set(r)  # "(-\\infty,-3] \\cup [2,\\infty)" vs "[-3,2]": two sets
         if a is not None and b is not None:
@@ -339,7 +341,7 @@ def compare(p, r, judge) -> Outcome:
         seq = p if tp is st.Seq else r
         if (seq.open, seq.close) != ("(", ")") or len(p.items) != len(r.items):
             return False, EXACT
-        return _all(zip(p.items, r.items), judge)  # a bare list read as a tuple
+        return _all(zip(p.items, r.items, strict=True), judge)  # a bare list read as a tuple
     unordered = (st.Bag, st.SetOf)
     if tp in unordered and tr in unordered:
         # A list of solutions is a set: a repeated solution is still one solution.
@@ -352,7 +354,7 @@ def compare(p, r, judge) -> Outcome:
     if tp is st.Matrix and tr is st.Matrix:
         if [len(row) for row in p.rows] != [len(row) for row in r.rows]:
             return False, EXACT
-        return _all(zip(sum(p.rows, ()), sum(r.rows, ())), judge)
+        return _all(zip(sum(p.rows, ()), sum(r.rows, ()), strict=True), judge)
     if st.Matrix in (tp, tr):
         other = r if tp is st.Matrix else p
         vec = _vector(p if tp is st.Matrix else r)
@@ -365,7 +367,12 @@ def compare(p, r, judge) -> Outcome:
             return False, SHAPE  # a matrix against an expression ("A + B"): math-verify's case
         if vec is None or not round_seq or len(vec) != len(other.items):
             return False, EXACT
-        return _all(zip(vec, other.items) if tp is st.Matrix else zip(other.items, vec), judge)
+        return _all(
+            zip(vec, other.items, strict=True)
+            if tp is st.Matrix
+            else zip(other.items, vec, strict=True),
+            judge,
+        )
     # Our rules decide tuple vs set vs list and a set vs its element; a union or an expression
     # we cannot read against another shape ("{1,2} \\cap {2,3}" vs "\\{2\\}") is math-verify's.
     unreadable = any(type(x) is st.Leaf and not _parses(x.text) for x in (p, r))

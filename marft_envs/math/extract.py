@@ -155,7 +155,8 @@ def _boxes(text: str) -> list[tuple[str, int, int]]:
 
 
 # What may stand between two boxes that are one answer: nothing, or a few words with a
-# separator ("\\boxed{1} and \\boxed{2}", "\\boxed{(3, 3)} \\text{ for part (a) and } \\boxed{(1, 1)}").
+# separator ("\\boxed{1} and \\boxed{2}", "\\boxed{(3, 3)} \\text{ for part (a) and } \\boxed{(1,
+# 1)}").
 _BETWEEN_NOISE = re.compile(
     r"\\(?:text|mathrm|textbf)\s*\{([^{}]*)\}|\\q?quad|\\[,;!\s()\[\]]|[$.]"
 )
@@ -189,7 +190,8 @@ def last_boxed(text: str) -> str | None:
     if not boxes:
         return None
     items = [boxes[0][0]]
-    for (content, _, end), (_, later_start, _) in zip(boxes[1:], boxes):
+    # each box with the one before it: the offset lists are one apart by design
+    for (content, _, end), (_, later_start, _) in zip(boxes[1:], boxes, strict=False):
         if not _joins(text[end:later_start]):
             break
         if content not in items:
@@ -199,7 +201,8 @@ def last_boxed(text: str) -> str | None:
 
 
 _MATH_SEGMENT = re.compile(
-    # Inline math ($...$, \\(...\\)) stays on one line, as math-verify reads it; display math may not.
+    # Inline math ($...$, \\(...\\)) stays on one line, as math-verify reads it; display math may
+    # not.
     r"\$\$(.+?)\$\$|(?<![\\$])\$((?:\\\$|[^$\n])+?)(?<!\\)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]",
     re.DOTALL,
 )
@@ -268,9 +271,7 @@ def _answer_after(rest: str, config: ExtractionConfig) -> str | None:
         # "Answer:\n\nRemaining = total - spent\nRemaining = 100 - 30\nRemaining = 70": the
         # block under the phrase; its last number.
         block = stripped.split("\n\n", 1)[0]
-        last = None
-        for last in _NUMBER.finditer(_MATH_SEGMENT.sub(_blank, block)):
-            pass
+        last = _last_match(_NUMBER, _MATH_SEGMENT.sub(_blank, block))
         return last.group(0).replace("\u2212", "-") if last else None
     math = _MATH_SEGMENT.search(line[:3])
     if math:
@@ -333,8 +334,8 @@ def _blank(m: re.Match) -> str:
 
 def _last_match(pattern: re.Pattern[str], text: str) -> re.Match | None:
     last = None
-    for last in pattern.finditer(text):
-        pass
+    for m in pattern.finditer(text):
+        last = m
     return last
 
 
@@ -357,8 +358,7 @@ def _last_span_or_number(text: str, config: ExtractionConfig) -> Extraction:
         outside = list(text)
         for m in spans:
             outside[m.start() : m.end()] = " " * (m.end() - m.start())
-        for number in _NUMBER.finditer("".join(outside)):
-            pass
+        number = _last_match(_NUMBER, "".join(outside))
     if span is not None and (number is None or span.end() >= number.end()):
         return Extraction(_span_text(span), "math-span")
     if number is not None:
@@ -421,9 +421,7 @@ def _mcq_in_prose(text: str, choices: tuple[str, ...]) -> str | None:
     unnegated = _NEGATION.sub(lambda m: " " * (m.end() - m.start()), text)
     unnegated = _ARTICLE.sub(" ", unnegated)
     standalone = re.compile(rf"(?<![A-Za-z0-9\\])\(?([{keys}])\)?(?![A-Za-z0-9'])")
-    last = None
-    for last in standalone.finditer(unnegated):
-        pass
+    last = _last_match(standalone, unnegated)
     return last.group(1) if last else None
 
 

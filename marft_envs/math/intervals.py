@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from . import structure as st
 from .evaluate import CTX, TooHard, Undefined, evaluate, values_equal
@@ -23,8 +24,8 @@ _INF = CTX.inf
 
 @dataclass(frozen=True)
 class Interval:
-    lo: object  # a Fraction, an mpf, or -inf
-    hi: object
+    lo: Any  # a Fraction, an mpf (mpmath is untyped), or -inf
+    hi: Any
     lo_closed: bool
     hi_closed: bool
 
@@ -48,7 +49,7 @@ def _linear(text: str, var: str):
     if not all(isinstance(v, Fraction) for v in values):
         return None
     slope = values[1] - values[0]
-    if any(v != values[0] + slope * k for v, k in zip(values, (0, 1, -2, 3))):
+    if any(v != values[0] + slope * k for v, k in zip(values, (0, 1, -2, 3), strict=True)):
         return None
     return slope, values[0]
 
@@ -96,7 +97,8 @@ def relation_set(rel: st.Relation) -> list[Interval] | None:
             return None
         (var,) = names
         result = None
-        for lhs, op, rhs in zip(rel.parts, rel.ops, rel.parts[1:]):
+        # n parts, n - 1 operators: each operator with its two neighbours
+        for lhs, op, rhs in zip(rel.parts, rel.ops, rel.parts[1:], strict=False):
             half = _half_line(lhs, op, rhs, var)
             if half is None:
                 return None
@@ -124,17 +126,18 @@ def _through_line(iv: Interval, slope: Fraction, intercept: Fraction) -> Interva
 
 def _abs_chain(rel: st.Relation) -> list[Interval] | None:
     """``1 \\le |z| \\le 2`` (one ``|linear|`` part, constant others) as intervals of z."""
-    idx = [i for i, p in enumerate(rel.parts) if _ABS_PART.match(p)]
-    if len(idx) != 1:
+    found = [(i, m) for i, p in enumerate(rel.parts) if (m := _ABS_PART.match(p))]
+    if len(found) != 1:
         return None
-    inner = _ABS_PART.match(rel.parts[idx[0]]).group(1)
+    ((k, m),) = found
+    inner = m.group(1)
     names = free_symbols(parse_latex(inner))
-    others = [p for i, p in enumerate(rel.parts) if i != idx[0]]
+    others = [p for i, p in enumerate(rel.parts) if i != k]
     if len(names) != 1 or any(free_symbols(parse_latex(p)) for p in others):
         return None
     line = _linear(inner, next(iter(names)))
     t_set = relation_set(
-        st.Relation(tuple("t" if i == idx[0] else p for i, p in enumerate(rel.parts)), rel.ops)
+        st.Relation(tuple("t" if i == k else p for i, p in enumerate(rel.parts)), rel.ops)
     )
     if line is None or line[0] == 0 or not t_set:
         return None
@@ -205,7 +208,7 @@ def same_set(a: list[Interval], b: list[Interval]) -> bool:
     a, b = _merged(a), _merged(b)
     if len(a) != len(b):
         return False
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         if not (_same(x.lo, y.lo) and _same(x.hi, y.hi)):
             return False
         # An infinite end is open however it is written.

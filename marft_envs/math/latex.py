@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 from functools import lru_cache
+from typing import cast
 
 MAX_LATEX_CHARS = 4000
 
@@ -109,7 +110,7 @@ _CONSTS = {"\\pi": ("c", "pi"), "\\infty": ("c", "oo")}
 
 
 def _tokenize(text: str) -> list[tuple[str, str]]:
-    tokens = []
+    tokens: list[tuple[str, str]] = []
     pos = 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
@@ -117,7 +118,7 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
             raise LatexError(f"unexpected character {text[pos]!r} in {text[:60]!r}")
         pos = m.end()
         if m.lastgroup != "space":
-            tokens.append((m.lastgroup, m.group()))
+            tokens.append((cast(str, m.lastgroup), m.group()))  # every alternative is named
     return tokens
 
 
@@ -166,8 +167,8 @@ class _Parser:
     # -- grammar ---------------------------------------------------------
     def parse(self) -> Tree:
         tree = self.expr()
-        if self.peek() is not None:
-            raise LatexError(f"unexpected {self.peek()[1]!r}")
+        if (tok := self.peek()) is not None:
+            raise LatexError(f"unexpected {tok[1]!r}")
         return tree
 
     def expr(self) -> Tree:
@@ -310,7 +311,7 @@ class _Parser:
             arg = self.argument()
         else:  # "\sin 2x": a product of atoms, no + or -
             factors = [self.power()]
-            while self.starts_atom() and self.peek()[1][1:] not in _FUNCTIONS:
+            while self.starts_atom() and self.tokens[self.i][1][1:] not in _FUNCTIONS:
                 factors.append(self.power())
             arg = _product(factors)
         tree = ("f", fname, (arg,) if base is None else (arg, base))

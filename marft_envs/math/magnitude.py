@@ -75,15 +75,26 @@ def _power(base: Tree, exp: Tree) -> tuple[float, float] | None:
         ev = _value_bounds(exp)
     if lb is None or ev is None or lb[0] <= 0 <= lb[1]:
         return None  # |base| may be 1: the power may be anything near 1
-    products = [e * l for e in ev for l in lb]
+    products = [e * b for e in ev for b in lb]
     if any(math.isnan(p) for p in products):
         return None
     return min(products), max(products)
 
 
+def _all_bounds(trees: tuple) -> list[tuple[float, float]] | None:
+    """The bounds of every tree, or None if one of them is unknown."""
+    out = []
+    for t in trees:
+        b = log2_bounds(t)
+        if b is None:
+            return None
+        out.append(b)
+    return out
+
+
 def _sum(terms: tuple) -> tuple[float, float] | None:
-    bounds = [log2_bounds(t) for t in terms]
-    if any(b is None for b in bounds):
+    bounds = _all_bounds(terms)
+    if bounds is None:
         return None
     top = max(range(len(bounds)), key=lambda i: bounds[i][0])
     rest_hi = max((b[1] for i, b in enumerate(bounds) if i != top), default=-math.inf)
@@ -101,13 +112,13 @@ def log2_bounds(tree: Tree) -> tuple[float, float] | None:
         v = _log2_fraction(tree[1])
         return _widen(v, v)
     if kind == "c":
-        v = _CONST.get(tree[1])
-        return None if v is None else _widen(v, v)
+        c = _CONST.get(tree[1])
+        return None if c is None else _widen(c, c)
     if kind == "neg":
         return log2_bounds(tree[1])
     if kind == "*":
-        parts = [log2_bounds(t) for t in tree[1]]
-        if any(p is None for p in parts):
+        parts = _all_bounds(tree[1])
+        if parts is None:
             return None
         return _widen(sum(p[0] for p in parts), sum(p[1] for p in parts))
     if kind == "/":

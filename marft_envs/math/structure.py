@@ -117,7 +117,8 @@ def _names_quantity(lhs: str) -> bool:
 
 
 def _is_calculation(lhs: str) -> bool:
-    """A left side without unknowns (``3 + 4``, ``2 \\cdot 3``, ``e^{i\\pi}``): it states a value."""
+    """A left side without unknowns (``3 + 4``, ``2 \\cdot 3``, ``e^{i\\pi}``): it states a
+    value."""
     bare = _COMMAND.sub("", lhs)
     if _OPERATION.search(lhs):
         return True  # "\\binom{5}{2} = 10", "\\lim_{x \\to 0} \\frac{\\sin x}{x} = 1"
@@ -171,7 +172,7 @@ def _items(parts: list[str]) -> tuple:
 
 
 def _flatten_bag(items: tuple) -> tuple:
-    out = []
+    out: list = []
     for it in items:
         out.extend(it.items if isinstance(it, Bag) else (it,))
     return tuple(out)
@@ -197,7 +198,7 @@ def parse_answer(s: str) -> object:
         if isinstance(items[0], Assign) and not any(
             isinstance(x, (Assign, Equation)) for x in items[1:]
         ):
-            items = (items[0].value,) + items[1:]  # "x = 1, 2" lists the values of x
+            items = (items[0].value, *items[1:])  # "x = 1, 2" lists the values of x
         return Bag(_flatten_bag(items))
     parts, _ = split_top(s, ("\\cup",))
     if len(parts) > 1:

@@ -113,7 +113,7 @@ def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict 
         ref = normalize(ref_text)
         letter = _choice_reference(ref, config)
         choice = letter is not None
-        if choice:
+        if letter is not None:
             ref = letter
         text = _as_text(prediction)
         found = extract(text, config, choice=choice) if text else None
@@ -232,12 +232,13 @@ def verify_many(
     limit = DEFAULT_TIMEOUT if timeout is None else timeout
     chosen = _config(config, last_number_fallback)
     results: list[Verdict | _Pending] = [_fast(p, r, chosen) for p, r in pairs]
-    pending = [i for i, x in enumerate(results) if isinstance(x, _Pending)]
+    pending = [(i, x) for i, x in enumerate(results) if isinstance(x, _Pending)]
     if pending:
         pool = get_pool(workers)
         n = min(len(pending), workers or pool.size)
         with ThreadPoolExecutor(max_workers=n) as ex:
-            for i, v in zip(pending, ex.map(lambda i: _slow(results[i], limit), pending)):
+            slow = ex.map(lambda job: _slow(job[1], limit), pending)
+            for (i, _), v in zip(pending, slow, strict=True):
                 results[i] = v
     return results  # type: ignore[return-value]
 

@@ -3,7 +3,8 @@
 Why processes: sympy can run for ever (``2^{2^{2^{2^{2^{100}}}}}``, huge
 factorials) and a Python thread cannot be stopped, while signal-based timeouts
 only work in the main thread. Each worker is a ``forkserver``-context process
-(``spawn`` where forkserver does not exist) talking over a pipe; a job that runs past its deadline gets its worker killed
+(``spawn`` where forkserver does not exist) talking over a pipe; a job that runs past its deadline
+gets its worker killed
 (SIGKILL) and reaped (``join``), and a fresh worker is started in its place, so
 ``run`` returns within ``timeout`` plus a few milliseconds from any thread and
 never leaves a zombie behind. Each worker caps its own address space so a

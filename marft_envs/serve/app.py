@@ -86,7 +86,8 @@ def serve(
 
 
 def app_from_environ() -> Any:
-    """The app named by ``MARFT_ENV_ID`` and ``MARFT_MAX_SESSIONS`` (for uvicorn and openenv.yaml)."""
+    """The app named by ``MARFT_ENV_ID`` and ``MARFT_MAX_SESSIONS`` (for uvicorn and
+    openenv.yaml)."""
     return create_server_app(
         os.environ.get("MARFT_ENV_ID", "arith-3agent"),
         max_sessions=int(os.environ.get("MARFT_MAX_SESSIONS", "64")),

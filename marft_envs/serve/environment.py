@@ -119,7 +119,7 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         self.step_count += 1
         rewards = dict(self.env.rewards)
         note = self.env.infos[agent].get("action_note")
-        played = [(agent, action.text)] + advance(self.env, self.policies, rewards)
+        played = [(agent, action.text), *advance(self.env, self.policies, rewards)]
         return self._observation(rewards, played[1:], note=note, acted=[a for a, _ in played])
 
     # OpenEnv runs a plain reset/step on the session's thread; a thread hop per message costs

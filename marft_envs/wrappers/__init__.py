@@ -1,4 +1,5 @@
-"""Other views of a Flex-MG environment: one seat as a Gymnasium env, the PettingZoo Parallel API."""
+"""Other views of a Flex-MG environment: one seat as a Gymnasium env, the PettingZoo Parallel
+API."""
 
 from .parallel import parallel_env
 from .single_seat import SingleSeat

@@ -27,7 +27,8 @@ def parallel_env(env: Any, **overrides: Any) -> Any:
     if not u.metadata.get("is_parallelizable"):
         raise ValueError(
             f"workflow {u.workflow.name!r} has a non-zero dependency matrix "
-            f"{[list(r) for r in u.workflow.matrix]}: its agents see same-round actions, so they do "
+            f"{[list(r) for r in u.workflow.matrix]}: its agents see same-round actions, so "
+            "they do "
             "not act simultaneously. The Parallel view needs an all-zero matrix (e.g. "
             "Workflow(..., dependency=marft_envs.workflow.independent_matrix(n))); use the AEC "
             "environment or marft_envs.wrappers.SingleSeat for this team."

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium
 
@@ -34,7 +34,8 @@ class SingleSeat(gymnasium.Env):
         **overrides: ``make()`` overrides when ``env`` is an id.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"]}
+    # gymnasium's Env declares ``metadata`` an attribute, not a ClassVar; it is never mutated
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # noqa: RUF012
 
     def __init__(
         self,
@@ -49,7 +50,7 @@ class SingleSeat(gymnasium.Env):
             if not 0 <= seat < len(agents):
                 raise ValueError(f"seat position {seat} is out of range for agents {agents}")
             seat = agents[seat]
-        if seat not in agents:
+        if not isinstance(seat, str) or seat not in agents:
             raise ValueError(f"seat {seat!r} is not an agent of this team; agents: {agents}")
         self.seat: str = seat
         self.others = others

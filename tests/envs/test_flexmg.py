@@ -14,7 +14,7 @@ def play(env, policy, seed=0, options=None):
 def test_issue_example_loop_and_oracle_is_rewarded():
     env = marft_envs.make("arith-3agent")
     env.reset(seed=0)
-    for agent in env.agent_iter():
+    for _agent in env.agent_iter():
         obs, reward, terminated, truncated, info = env.last()
         env.step(None if terminated or truncated else f"\\boxed{{{env.unwrapped.task.answer}}}")
     ep = env.unwrapped.episode()

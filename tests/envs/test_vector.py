@@ -26,7 +26,7 @@ def test_different_episode_lengths_do_not_stall():
     venv = make_vec("arith-2agent", num_envs=4, seed=0, horizon=3)
     venv.reset()
     finished = []
-    for step in range(40):
+    for _step in range(40):
         b = venv.next_batch()
         acts = []
         for i in b.env_indices:

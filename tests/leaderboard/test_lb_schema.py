@@ -77,3 +77,10 @@ def test_evaluation_plan_lists_what_a_bundle_must_cover(honest_bundle: Bundle) -
     plan = marft_envs.evaluation_plan("arith-2agent", seeds=(0, 1), size=5)
     assert plan == [(e.seed, e.task_id) for e in honest_bundle.episodes]
     assert len(marft_envs.evaluation_plan("arith-2agent")) == len(marft_envs.make("arith-2agent").unwrapped.dataset)
+
+
+def test_from_episodes_names_a_missing_spec() -> None:
+    env = marft_envs.make("arith-2agent")
+    env.unwrapped.spec = None  # as a FlexMGEnv built directly rather than by make()
+    with pytest.raises(ValueError, match="env has no spec: build it with marft_envs.make"):
+        Bundle.from_episodes(env, [], method="marft", model="m")

@@ -220,7 +220,7 @@ class Sandbox(ABC):
     def _run(self, job: Job) -> ExecResult:
         """Execute a validated job."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 -- a no-op default; backends holding resources override it
         """Release resources (containers, temp dirs). Idempotent."""
 
     def __enter__(self) -> Sandbox:  # noqa: PYI034 -- Self needs Python 3.11

@@ -58,7 +58,8 @@ def _is_root() -> bool:
 
 
 def _other_can_use(path: str, mode_bit: int) -> bool:
-    """True if a uid with no special rights can reach ``path`` (o+x on every parent, ``mode_bit`` on it)."""
+    """True if a uid with no special rights can reach ``path`` (o+x on every parent, ``mode_bit`` on
+    it)."""
     path = os.path.realpath(path)
     parts = path.split("/")
     for i in range(2, len(parts)):
@@ -84,7 +85,8 @@ class PythonLayout:
 
 
 _LAYOUT_CODE = (
-    "import json, os, sys, site, sysconfig; print(json.dumps({'executable': os.path.realpath(sys.executable), "
+    "import json, os, sys, site, sysconfig; print(json.dumps({'executable': "
+    "os.path.realpath(sys.executable), "
     "'prefix': sys.base_prefix, 'site_dirs': site.getsitepackages() + "
     "[sysconfig.get_path('purelib'), sysconfig.get_path('platlib')]}))"
 )
@@ -146,7 +148,8 @@ def _which(name: str) -> str | None:
 
 @functools.lru_cache(maxsize=8)
 def _ro_binds(layout: PythonLayout) -> tuple[str, ...]:
-    """bwrap options that expose the interpreter and the system libraries read-only, hiding site-packages.
+    """bwrap options that expose the interpreter and the system libraries read-only, hiding
+    site-packages.
 
     Cached per interpreter: the host's directory layout does not change under a running process.
     """
@@ -199,7 +202,7 @@ def _as_sandbox_uid(cmd: list[str]) -> tuple[list[str], dict]:
 class _RunDir:
     """A per-run host dir with ``work/`` and ``tmp/``: a size-limited tmpfs when root."""
 
-    _libc = None
+    _libc: ctypes.CDLL | None = None
 
     def __init__(self, disk_mb: int) -> None:
         self.base = tempfile.mkdtemp(prefix="marft-bwrap-")
@@ -217,19 +220,18 @@ class _RunDir:
     def _mount(self, disk_mb: int) -> None:
         if _RunDir._libc is None:
             _RunDir._libc = ctypes.CDLL(None, use_errno=True)
-        opts = f"size={int(disk_mb) * MB},nr_inodes=16384,uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755".encode()
-        if (
-            _RunDir._libc.mount(
-                b"tmpfs", self.base.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts
-            )
-            != 0
-        ):
+        libc = _RunDir._libc
+        opts = (
+            f"size={int(disk_mb) * MB},nr_inodes=16384,"
+            f"uid={SANDBOX_UID},gid={SANDBOX_UID},mode=0755"
+        ).encode()
+        if libc.mount(b"tmpfs", self.base.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, opts) != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"cannot mount a tmpfs work dir at {self.base}: {os.strerror(err)}")
         self.mounted = True
 
     def cleanup(self) -> None:
-        if self.mounted:
+        if self.mounted and _RunDir._libc is not None:  # mounted: libc was loaded
             _RunDir._libc.umount2(self.base.encode(), _MNT_DETACH)
         shutil.rmtree(self.base, ignore_errors=True)
 
@@ -557,7 +559,8 @@ class BwrapSandbox(Sandbox):
 
     @property
     def warm_stats(self) -> dict[str, Any]:
-        """Counters of the warm path: runs served warm, fallbacks to a cold run, instances started."""
+        """Counters of the warm path: runs served warm, fallbacks to a cold run, instances
+        started."""
         return self._pool.stats() if self.warm else {}
 
     def _run_cold(self, job: Job) -> ExecResult:
@@ -611,7 +614,10 @@ def _read_available(fd: int, limit: int = 65536) -> bytes:
 
 def _missing_bwrap() -> str | None:
     if _which("bwrap") is None:
-        return "bubblewrap is not installed (`scripts/install_system_deps.sh` or `apt-get install -y bubblewrap`)"
+        return (
+            "bubblewrap is not installed (`scripts/install_system_deps.sh` or `apt-get install "
+            "-y bubblewrap`)"
+        )
     if _which("prlimit") is None:
         return "util-linux prlimit is not installed (`apt-get install -y util-linux`)"
     return None
@@ -637,8 +643,12 @@ def probe() -> str | None:
         ):
             hint = (
                 " -- unprivileged user namespaces look restricted; allow them (e.g. sysctl "
-                "kernel.unprivileged_userns_clone=1 or kernel.apparmor_restrict_unprivileged_userns=0) or use docker"
+                "kernel.unprivileged_userns_clone=1 or "
+                "kernel.apparmor_restrict_unprivileged_userns=0) or use docker"
             )
-        return f"bubblewrap does not work here ({result.status.value}): {result.stderr.strip()[-500:]}{hint}"
+        return (
+            f"bubblewrap does not work here ({result.status.value}): "
+            f"{result.stderr.strip()[-500:]}{hint}"
+        )
     _probe_ok = True
     return None

@@ -27,9 +27,11 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .base import WORK_DIR, ExecResult, ExecStatus, Job, Sandbox, decode, infra_error
 from .image import IMAGE
@@ -42,7 +44,8 @@ _SUPERVISOR = (Path(__file__).with_name("supervisor.py")).read_text()
 LABEL = "marft.sandbox"
 #: Extra seconds the host waits beyond the program's limit (supervisor start, cleanup).
 _OUTER_GRACE = 3.0
-#: Container memory on top of the program's limit (init, supervisor; tmpfs pages are added separately).
+#: Container memory on top of the program's limit (init, supervisor; tmpfs pages are added
+#: separately).
 _OVERHEAD_MB = 64
 _STDOUT, _STDERR = 1, 2
 #: Inodes per tmpfs: enough for any real program, few enough to wipe quickly.
@@ -53,7 +56,7 @@ _INODES = 16384
 class _Container:
     id: str
     python: str
-    sock: object  # the attach socket (stdin in, multiplexed stdout/stderr out)
+    sock: Any  # the attach socket (docker-py's, untyped) (stdin in, multiplexed stdout/stderr out)
     raw: socket.socket
     runs: int = 0
 
@@ -111,7 +114,8 @@ class DockerSandbox(Sandbox):
         return self._client
 
     def start(self) -> None:
-        """Start the pool now (otherwise the first run does). Raises if docker or the image is missing."""
+        """Start the pool now (otherwise the first run does). Raises if docker or the image is
+        missing."""
         with self._lock:
             if self._started:
                 return
@@ -141,10 +145,10 @@ class DockerSandbox(Sandbox):
                 user="0:0",
                 network_mode="none",
                 read_only=True,
-                tmpfs={
-                    d: f"size={disk}m,mode=1777,nr_inodes={_INODES},noexec,nosuid,nodev"
-                    for d in ("/work", "/tmp")
-                },
+                tmpfs=dict.fromkeys(
+                    ("/work", "/tmp"),
+                    f"size={disk}m,mode=1777,nr_inodes={_INODES},noexec,nosuid,nodev",
+                ),
                 shm_size=MB,
                 mem_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
                 memswap_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
@@ -165,6 +169,7 @@ class DockerSandbox(Sandbox):
         except Exception as exc:
             self._last_error = f"{type(exc).__name__}: {exc}"
             raise
+        assert self._python is not None  # start() set it before spawning
         container = _Container(c.id, self._python, sock, getattr(sock, "_sock", sock))
         self._last_error = None
         with self._lock:
@@ -180,18 +185,19 @@ class DockerSandbox(Sandbox):
         """Stop a container for good. The attach socket goes first: while it holds unread
         output, the daemon cannot finish a kill. Closing it also makes the supervisor exit
         (EOF on stdin), after which docker removes the container (auto_remove)."""
-        for close in (
+        closers: tuple[Callable[[], object], ...] = (
             lambda: container.raw.shutdown(socket.SHUT_RDWR),
             container.raw.close,
             container.sock.close,
-        ):
+        )
+        for close in closers:
             try:
                 close()
             except OSError:
                 pass
         try:
             self.client.api.kill(container.id)
-        except Exception:  # noqa: BLE001, S110 -- never let cleanup or reporting raise
+        except Exception:  # noqa: BLE001 -- never let cleanup or reporting raise
             pass  # already exiting or gone: auto_remove finishes the job
 
     def _discard(self, container: _Container) -> None:
@@ -450,7 +456,7 @@ def _remove_orphans(client) -> None:
                     client.api.kill(c["Id"])  # auto_remove deletes it
                 else:
                     client.api.remove_container(c["Id"], force=True)
-            except Exception:  # noqa: BLE001, S110 -- never let cleanup or reporting raise
+            except Exception:  # noqa: BLE001 -- never let cleanup or reporting raise
                 pass
 
 
@@ -467,7 +473,10 @@ def _alive(pid: int) -> bool:
 def _explain(exc: Exception) -> str:
     text = f"{type(exc).__name__}: {exc}"
     if "ImageNotFound" in type(exc).__name__ or "No such image" in text:
-        return f"the sandbox image {IMAGE} is missing; build it with `python -m marft_envs.code.sandbox.image build` ({text})"
+        return (
+            f"the sandbox image {IMAGE} is missing; build it with `python -m "
+            f"marft_envs.code.sandbox.image build` ({text})"
+        )
     if (
         "Connection" in text
         or "FileNotFoundError" in text

@@ -53,7 +53,8 @@ _LDD_PATH = re.compile(r"(/\S+)")
 
 
 def interpreter() -> str:
-    """The real path of the interpreter that goes into the image (this process's base interpreter)."""
+    """The real path of the interpreter that goes into the image (this process's base
+    interpreter)."""
     return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 
 
@@ -120,13 +121,16 @@ def fingerprint(files: list[str]) -> str:
 
 
 _ETC = {
-    "etc/passwd": "root:x:0:0:root:/root:/nonexistent\nnobody:x:65534:65534:nobody:/work:/nonexistent\n",
+    "etc/passwd": (
+        "root:x:0:0:root:/root:/nonexistent\nnobody:x:65534:65534:nobody:/work:/nonexistent\n"
+    ),
     "etc/group": "root:x:0:\nnogroup:x:65534:\n",
 }
 
 
 def write_rootfs(path: str, files: list[str]) -> None:
-    """Write the root file system tarball (parents as 0755 dirs so uid 65534 can reach everything)."""
+    """Write the root file system tarball (parents as 0755 dirs so uid 65534 can reach
+    everything)."""
     dirs: set[str] = {"work", "tmp", "etc", "usr/bin", "proc", "dev"} - set(_top_level_links())
     for f in files:
         parent = os.path.dirname(f.lstrip("/"))
@@ -203,7 +207,7 @@ def build(force: bool = False, client=None) -> str:
     if old_id and old_id != client.images.get(IMAGE).id:
         try:  # the previous build, now untagged; kept if a container still uses it
             client.images.remove(old_id)
-        except Exception:  # noqa: BLE001, S110 -- only housekeeping
+        except Exception:  # noqa: BLE001 -- only housekeeping
             pass
     print(f"built image {IMAGE} ({len(files)} files, {size_mb:.1f} MB, fingerprint {fp})")
     return IMAGE

@@ -71,6 +71,7 @@ def run_bounded(
         close_fds=True,
         **popen,
     )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None  # PIPE
     out_fd, err_fd, in_fd = proc.stdout.fileno(), proc.stderr.fileno(), proc.stdin.fileno()
     bufs = {out_fd: bytearray(), err_fd: bytearray()}
     timed_out = exceeded = False

@@ -65,12 +65,14 @@ def get_sandbox(name: str | None = None, **limits: Any) -> Sandbox:
             detail = "; ".join(f"{k}: {v}" for k, v in reasons.items())
             raise RuntimeError(
                 f"no isolating sandbox backend is usable ({detail}). Start docker with "
-                "`scripts/services.sh start` or install bubblewrap (`scripts/install_system_deps.sh`); "
+                "`scripts/services.sh start` or install bubblewrap "
+                "(`scripts/install_system_deps.sh`); "
                 "get_sandbox('subprocess') runs code WITHOUT isolation"
             )
     elif name not in BACKENDS:
         raise ValueError(
-            f"unknown sandbox backend {name!r}; valid names are {sorted(BACKENDS)} or None (automatic)"
+            f"unknown sandbox backend {name!r}; valid names are {sorted(BACKENDS)} or None "
+            "(automatic)"
         )
     class_name = BACKENDS[name][1]
     sandbox = getattr(_module(name), class_name)(**limits)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+from typing import Any
 
 from .base import PROGRAM_FILE, ExecResult, Job, Sandbox, decode
 from .outcome import classify
@@ -53,6 +54,8 @@ class SubprocessSandbox(Sandbox):
             prlimit = (
                 [self._prlimit_path, *prlimit_args(limits), "--"] if self._prlimit_path else []
             )
+            # without prlimit(1) the limits are set in the child, between fork and exec
+            popen: dict[str, Any] = {} if prlimit else {"preexec_fn": preexec(limits)}
             raw = run_bounded(
                 [*prlimit, self.python, "-B", "-s", PROGRAM_FILE, *job.argv],
                 stdin=job.stdin,
@@ -60,7 +63,7 @@ class SubprocessSandbox(Sandbox):
                 output_bytes=self.limits.output_bytes,
                 env=program_env(workdir, workdir),
                 cwd=workdir,
-                **({} if prlimit else {"preexec_fn": preexec(limits)}),
+                **popen,
             )
             extra = collect(workdir, job.files, self.limits.extra_files_bytes)
         finally:

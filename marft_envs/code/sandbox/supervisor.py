@@ -135,7 +135,7 @@ def read_regular(path, limit):
 
 def collect_and_wipe(inputs, budget):
     """JSON {relative path: base64} of new/changed files in /work, then empty the writable dirs."""
-    found = {}
+    found: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(WORK):
         dirnames.sort()
         for fname in sorted(filenames):
@@ -243,7 +243,7 @@ class WarmParent:
                     os.dup2(null, fd)
                 argv = [python, "-B", "-c", sys.argv[1], str(theirs.fileno()), *sys.argv[2:3]]
                 os.execve(python, argv, env)
-            except BaseException:  # noqa: BLE001, S110 -- the child must never return into the supervisor
+            except BaseException:  # noqa: BLE001 -- the child must never return into the supervisor
                 pass
             os._exit(127)
         theirs.close()
@@ -286,7 +286,7 @@ class WarmParent:
         self.sock.close()
 
 
-_warm = [None]  # the current WarmParent
+_warm: list[WarmParent | None] = [None]  # the current WarmParent
 
 
 def run_job_warm(header, blob, stdin_data, inputs, report):
@@ -298,9 +298,9 @@ def run_job_warm(header, blob, stdin_data, inputs, report):
     if not ok:
         os.close(stdin_fd)
         raise OSError("cannot write the job's files")
-    if _warm[0] is None:
-        _warm[0] = WarmParent(header["python"], header["env"])
     warm = _warm[0]
+    if warm is None:
+        warm = _warm[0] = WarmParent(header["python"], header["env"])
     answer = warm.run(header, stdin_fd)
     os.close(stdin_fd)
     if answer is None:  # killed, stopped or broken by the program: never trust this run
@@ -319,7 +319,8 @@ def run_job_warm(header, blob, stdin_data, inputs, report):
 
 
 def start_program(cfg, blob, stdin_fd):
-    """Fork the program (which first writes the job's files, as uid 65534); return (pid, error or None)."""
+    """Fork the program (which first writes the job's files, as uid 65534); return (pid, error or
+    None)."""
     err_r, err_w = os.pipe()  # close-on-exec: EOF means the exec succeeded
     pid = os.fork()
     if pid == 0:
@@ -374,7 +375,7 @@ def run_job(header, blob, stdin_data):
     for name, size in header["files"]:
         inputs[name] = blob[offset : offset + size]
         offset += size
-    report = {
+    report: dict = {
         "started": False,
         "timed_out": False,
         "exit": None,

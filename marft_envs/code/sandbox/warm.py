@@ -101,7 +101,7 @@ def _harden():
 def _fresh_streams(streams):
     import io
 
-    made = []
+    made: list[io.TextIOWrapper] = []
     for fd, (encoding, errors, line_buffering) in enumerate(streams):
         if fd == 0:
             raw = io.FileIO(0, "rb", closefd=False)
@@ -114,7 +114,8 @@ def _fresh_streams(streams):
                 )
             )
     sys.stdin, sys.stdout, sys.stderr = made
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made
+    # the program may read the originals too; typeshed marks them Final, CPython lets them be set
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made  # type: ignore[misc]
 
 
 def _exit_code(exc):
@@ -126,7 +127,7 @@ def _exit_code(exc):
         return code & 0xFF
     try:
         print(code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
+    except BaseException:  # noqa: BLE001 -- exiting as CPython does; nothing to report to
         pass
     return 1
 
@@ -137,8 +138,8 @@ def _finish():
     import threading
 
     try:
-        threading._shutdown()  # what Py_FinalizeEx does first
-    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
+        threading._shutdown()  # type: ignore[attr-defined]  # what Py_FinalizeEx does first
+    except BaseException:  # noqa: BLE001 -- exiting as CPython does; nothing to report to
         pass
     atexit._run_exitfuncs()
     code = None
@@ -168,15 +169,16 @@ def _run_program(argv, handlers, streams, compiled):
     sys.dont_write_bytecode = True
     main = types.ModuleType("__main__")
     main.__file__ = path
-    main.__builtins__ = builtins
-    main.__cached__ = None
+    # the attributes CPython's runpy gives __main__ (typeshed's ModuleType lacks these two)
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    main.__cached__ = None  # type: ignore[attr-defined]
     sys.modules["__main__"] = main
     status = 0
     try:
         with open(path, "rb") as fh:
             source = fh.read()
         code = compiled.get(source) or compile(source, path, "exec")
-        exec(code, main.__dict__)  # noqa: S102 -- running the program is this process's job
+        exec(code, main.__dict__)  # running the program is this process's job
     except SystemExit as exc:
         status = _exit_code(exc)
     except BaseException as exc:  # the program's uncaught exception: traceback, status 1  # noqa: BLE001 -- untrusted code's exception, handled as CPython would
@@ -214,7 +216,7 @@ def _spawn(request, fds, control, handlers, streams, compiled):
         os.closerange(3, 1 << 16)
         os.chdir(WORK)
         _run_program(request["argv"], handlers, streams, compiled)
-    except BaseException:  # noqa: BLE001, S110 -- exiting as CPython does; nothing to report to
+    except BaseException:  # noqa: BLE001 -- exiting as CPython does; nothing to report to
         pass
     os._exit(127)
 

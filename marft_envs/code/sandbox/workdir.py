@@ -59,7 +59,8 @@ def collect(workdir: str, inputs: Mapping[str, bytes], max_bytes: int) -> dict[s
 
 
 def read_regular(path: str, limit: int) -> bytes | None:
-    """Up to ``limit`` bytes of ``path`` if it is a regular file (no symlink following), else None."""
+    """Up to ``limit`` bytes of ``path`` if it is a regular file (no symlink following), else
+    None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
