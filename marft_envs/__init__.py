@@ -8,7 +8,7 @@ This package needs only gymnasium, pettingzoo and sympy: it never imports torch.
 """
 
 from .episode import Episode, FinalView, Turn
-from .flexmg import FlexMGEnv
+from .flexmg import EnvSnapshot, FlexMGEnv
 from .registry import EnvSpec, check_overrides, make, pprint_registry, register, registry, spec
 from .spaces import UnicodeText
 from .vector import Batch, VectorFlexEnv, make_vec
@@ -23,6 +23,7 @@ register_builtin_envs()
 
 __all__ = [
     "Batch",
+    "EnvSnapshot",
     "EnvSpec",
     "Episode",
     "FinalView",
