@@ -449,7 +449,10 @@ def group_relative_advantages(
             continue
         g = r[idx]
         centred = g - g.mean()
-        out[idx] = centred / (g.std(unbiased=False) + eps) if scale_by_std else centred
+        std = g.std(unbiased=False)
+        if scale_by_std and std > 0:  # a tie stays 0 (no 0/0 with eps=0)
+            centred = centred / (std + eps)
+        out[idx] = centred
     return out.to(rewards.dtype if rewards.is_floating_point() else torch.float32)
 
 

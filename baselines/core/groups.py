@@ -98,6 +98,8 @@ class _Branch:
     k: int
     after: EnvSnapshot  # the state right after the branch's own action
     turn: int  # index of the branch's turn in the episode record
+    role: str
+    round: int
     graded_before: int  # verdicts before the branch acted
     cursor: EnvSnapshot | None = None  # where its continuation stands
     score: float = 0.0
@@ -180,39 +182,44 @@ def tree_rollout(
             envs[p].restore(roots[p])
             envs[p].step(out.texts[j])
             after = envs[p].snapshot()
-            branches.append(_Branch(p, k, after, turn_at[p], graded[p], cursor=after))
+            played = envs[p].episode().turns[turn_at[p]]
+            branches.append(
+                _Branch(p, k, after, turn_at[p], played.role, played.round, graded[p], after)
+            )
         t, c = _continue_to_grading(envs, generator, adapter_for, branches, sampling)
         tokens, calls = tokens + t, calls + c
         for j, (b, (p, k)) in enumerate(zip(branches, order)):
             if b.infra:
                 continue
-            role, rnd = _role_round(envs[p], b)
-            sample = _sample(p, counters[p], agent, role, rnd, out, j, states[p], b.score)
+            sample = _sample(p, counters[p], agent, b.role, b.round, out, j, states[p], b.score)
             counters[p] += 1
             samples.append(sample)
-            groups.append((p, rnd, agent))
+            groups.append((p, b.round, agent))
             scores.append(b.score)
         for p in node:
             mine = [b for b in branches if b.problem == p]
             chosen = _select(mine, select)
             env = envs[p]
             env.restore(chosen.after)  # continue from right after the chosen action
-            role, rnd = _role_round(env, chosen)
             j = order.index((p, chosen.k))
             main[p].append(
-                _sample(p, len(main[p]), agent, role, rnd, out, j, states[p], chosen.score)
+                _sample(
+                    p,
+                    len(main[p]),
+                    agent,
+                    chosen.role,
+                    chosen.round,
+                    out,
+                    j,
+                    states[p],
+                    chosen.score,
+                )
             )
             if _done(env):
                 finished[p] = env.episode()
         active = [p for p in active if p not in finished]
     gen_s = timer.seconds
     return _group_batch(problems, finished, main, samples, groups, scores, tokens, calls, gen_s)
-
-
-def _role_round(env: FlexMGEnv, b: _Branch) -> tuple[str, int]:
-    env.restore(b.after)
-    turn = env.episode().turns[b.turn]
-    return turn.role, turn.round
 
 
 def _select(branches: list[_Branch], select: str) -> _Branch:
