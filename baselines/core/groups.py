@@ -74,6 +74,7 @@ def pick_tasks(env: FlexMGEnv, seeds: Sequence[int]) -> list[tuple[int, str]]:
     out = []
     for s in seeds:
         env.reset(seed=s)
+        assert env.task is not None  # reset always picks one
         out.append((s, env.task.id))
     return out
 
@@ -319,7 +320,9 @@ def joint_rollout(
     plan = [item for item in problems for _ in range(group_size)]
     played = collect(venv, generator, adapter_for, None, sampling, plan=plan)
     tokens = sum(len(t.action_ids) for t in played.flat())
-    problem_of = {(s, task): p for p, (s, task) in enumerate(problems)}
+    problem_of: dict[tuple[int | None, str], int] = {
+        (s, task): p for p, (s, task) in enumerate(problems)
+    }
     keep = [e for e, ep in enumerate(played.episodes) if not ep.infra_error]
     keep.sort(key=lambda e: problem_of[(played.episodes[e].seed, played.episodes[e].task_id)])
     episodes, turns = [], []
