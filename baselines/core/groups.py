@@ -319,7 +319,6 @@ def joint_rollout(
         raise ValueError("problem seeds must be distinct: they tell the groups apart")
     plan = [item for item in problems for _ in range(group_size)]
     played = collect(venv, generator, adapter_for, None, sampling, plan=plan)
-    tokens = sum(len(t.action_ids) for t in played.flat())
     problem_of: dict[tuple[int | None, str], int] = {
         (s, task): p for p, (s, task) in enumerate(problems)
     }
@@ -343,7 +342,6 @@ def joint_rollout(
     stats.update(
         episodes=float(len(episodes)),
         infra_errors=float(len(played.episodes) - len(keep)),
-        generated_tokens=float(tokens),
     )
     rollout = Rollout(episodes, turns, played.generate_seconds, played.env_seconds, stats)
     return GroupBatch(rollout, samples, units, groups, scores, stats)
