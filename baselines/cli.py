@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .core.config import (
+    GROUP_METHODS,
     Config,
     ConfigError,
     apply_file,
@@ -162,10 +163,13 @@ def train_main(preset: str, description: str, argv: Sequence[str] | None = None)
     args = parser.parse_intermixed_args(argv)  # key=value may come before or after options
     try:
         cfg, out = resolve_config(preset, args)
-        if cfg.algo.method != preset:
+        # a critic-free preset also runs its shared-adapter variant (at_grpo_shared, ...)
+        wanted = cfg.algo.method
+        module = wanted.removesuffix("_shared") if wanted in GROUP_METHODS else wanted
+        if module != preset:
             raise ConfigError(
-                f"algo.method={cfg.algo.method!r} but this is baselines.{preset}; "
-                f"run python -m baselines.{cfg.algo.method} instead"
+                f"algo.method={wanted!r} but this is baselines.{preset}; "
+                f"run python -m baselines.{module} instead"
             )
         check_envs(cfg)
         print(describe(cfg), file=sys.stderr, flush=True)

@@ -1,13 +1,17 @@
-"""The three baselines as small specs over one trainer core.
+"""The baselines as small specs over one trainer core.
 
 A spec says which adapters play which agent, which critics value which turn (and what they
 see), and how advantages are computed; :mod:`baselines.trainer` does the rest.
 
-| method       | policy adapters   | critic                                  | advantages          |
-|--------------|-------------------|-----------------------------------------|---------------------|
-| marft        | one per agent     | one centralized, role-conditioned state | sequential, chained |
-| marft_shared | one shared by all | one centralized, role-conditioned state | sequential, chained |
-| ippo         | one per agent     | one per agent, own observation only     | independent         |
+| method        | policy adapters        | critic                                   | advantages              |
+|---------------|------------------------|------------------------------------------|-------------------------|
+| marft         | one per agent          | one centralized (role-conditioned state) | sequential (chained)    |
+| marft_shared  | one shared by all      | one centralized (role-conditioned state) | sequential (chained)    |
+| ippo          | one per agent          | one per agent, own observation only      | independent per agent   |
+| at_grpo       | one per agent          | none                                     | group: (problem, turn, agent) branches |
+| magrpo        | one per agent          | none                                     | group: joint episodes of a problem     |
+
+``at_grpo_shared`` and ``magrpo_shared`` are the same with one adapter shared by all agents.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .core.critic import CENTRALIZED, OWN_OBSERVATION
+from .core.groups import AT_GRPO, MAGRPO
 
 SHARED_POLICY = "policy"
+
 CENTRAL_CRITIC = "critic"
 
 
@@ -27,8 +33,14 @@ class MethodSpec:
     name: str
     bundle_name: str  # the name used by leaderboard bundles
     shared_policy: bool
-    critic_kind: str  # CENTRALIZED or OWN_OBSERVATION
+    critic_kind: str | None  # CENTRALIZED, OWN_OBSERVATION, or None (critic-free)
     sequential: bool  # MARFT's chained decomposition (else independent per-agent GAE)
+    grouping: str | None = None  # critic-free: AT_GRPO (tree branches) or MAGRPO (episodes)
+
+    @property
+    def critic_free(self) -> bool:
+        """True for the group-relative methods (no critic, no value function)."""
+        return self.critic_kind is None
 
     def policy_adapter(self, agent: str) -> str:
         """The adapter that plays ``agent``."""
@@ -42,6 +54,8 @@ class MethodSpec:
         return list(dict.fromkeys(self.policy_adapter(a) for a in agents))
 
     def critic_names(self, agents: list[str]) -> list[str]:
+        if self.critic_free:
+            return []
         return list(dict.fromkeys(self.critic_name(a) for a in agents))
 
 
@@ -55,6 +69,18 @@ METHODS: dict[str, MethodSpec] = {
     "ippo": MethodSpec(
         "ippo", "ippo", shared_policy=False, critic_kind=OWN_OBSERVATION, sequential=False
     ),
+    **{
+        f"{group}{suffix}": MethodSpec(
+            f"{group}{suffix}",
+            group.replace("_", "-") + suffix.replace("_", "-"),
+            shared_policy=bool(suffix),
+            critic_kind=None,
+            sequential=False,
+            grouping=group,
+        )
+        for group in (AT_GRPO, MAGRPO)
+        for suffix in ("", "_shared")
+    },
 }
 
 

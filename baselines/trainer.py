@@ -42,6 +42,7 @@ from .core.checkpoint import (
 from .core.config import Config, ConfigError
 from .core.critic import CENTRALIZED, Critics, centralized_messages
 from .core.generation import Generator, HFGenerator, SamplingSpec, render_prompts
+from .core.groups import AT_GRPO, GroupBatch, group_advantages, joint_rollout, pick_tasks, tree_rollout
 from .core.models import AdapterModel, LoraSpec, load_base, pack_sequences
 from .core.rollout import Rollout, TurnSample, collect
 from .distributed import make_worker_group
@@ -170,6 +171,8 @@ class Trainer:
                 raise
             raise ConfigError(f"env.overrides: {exc}") from exc
         self.agents = list(self.venv.possible_agents)
+        self._train_overrides = overrides
+        self._problem_envs: list[marft_envs.FlexMGEnv] = []  # critic-free methods' branching envs
         self._eval_venv: Any = None  # a worker group (_make_envs), built on first evaluation
         self._eval_sets: dict[tuple[int, int], EvalSet] = {}
 
@@ -201,7 +204,7 @@ class Trainer:
             cfg.model.lora_dropout,
             list(cfg.model.target_modules),
         )
-        if cfg.model.critic_shares_base:
+        if cfg.model.critic_shares_base or not self.critic_names:
             self.model = AdapterModel(model, tokenizer, self.policy_names + self.critic_names, lora)
             self.critic_model = self.model
         else:  # the critics' adapters on their own copy of the base (copied before peft wraps it)
@@ -298,40 +301,57 @@ class Trainer:
         sampling = SamplingSpec(
             cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=False
         )
-        # infrastructure-error episodes are dropped (and counted) by collect, never trained on
-        rollout = collect(
-            self.venv,
-            self.generator,
-            self.method.policy_adapter,
-            cfg.train.episodes_per_iteration,
-            sampling,
-            seed=self.data_seed(it),
-        )
-        samples = rollout.flat()
-        t_scored = time.perf_counter()
-        old_logp, ref_logp = self._score_policy(samples)
-        critic_ids = self._critic_prompts(samples)
-        old_values = self._score_values(samples, critic_ids)
-        bootstrap = self._bootstrap_values(rollout)
-        t_model = time.perf_counter() - t_scored
-        adv, ret = compute_advantages(
-            rollout,
-            old_values,
-            sequential=self.method.sequential,
-            token_level=a.level == "token",
-            gamma=a.gamma,
-            lam=a.lam,
-            token_gamma=a.token_gamma,
-            token_lam=a.token_lam,
-            bootstrap=bootstrap,
-        )
-        keys = [(s.episode, s.index) for s in samples]
-        metrics = self._rollout_metrics(rollout, samples)
-        metrics.update(
-            self._scoring_metrics(rollout, samples, old_logp, ref_logp, adv, old_values, ret)
-        )
-        if a.normalize_advantages:
-            adv = whiten(adv, keys)
+        if self.method.critic_free:
+            group = self._collect_groups(it, sampling)
+            rollout, samples = group.rollout, group.samples
+            t_scored = time.perf_counter()
+            old_logp, ref_logp = self._score_policy(samples)
+            critic_ids: dict = {}
+            old_values: dict = {}
+            ret: dict = {}
+            adv, singles = group_advantages(group, scale_by_std=a.scale_by_std)
+            t_model = time.perf_counter() - t_scored
+            keys = [(s.episode, s.index) for s in samples]
+            metrics = self._rollout_metrics(rollout, rollout.flat())
+            metrics.update(group_metrics(group, singles))
+            metrics.update(
+                self._scoring_metrics(rollout, samples, old_logp, ref_logp, adv, old_values, ret)
+            )
+        else:
+            # infrastructure-error episodes are dropped (and counted) by collect, never trained on
+            rollout = collect(
+                self.venv,
+                self.generator,
+                self.method.policy_adapter,
+                cfg.train.episodes_per_iteration,
+                sampling,
+                seed=self.data_seed(it),
+            )
+            samples = rollout.flat()
+            t_scored = time.perf_counter()
+            old_logp, ref_logp = self._score_policy(samples)
+            critic_ids = self._critic_prompts(samples)
+            old_values = self._score_values(samples, critic_ids)
+            bootstrap = self._bootstrap_values(rollout)
+            t_model = time.perf_counter() - t_scored
+            adv, ret = compute_advantages(
+                rollout,
+                old_values,
+                sequential=self.method.sequential,
+                token_level=a.level == "token",
+                gamma=a.gamma,
+                lam=a.lam,
+                token_gamma=a.token_gamma,
+                token_lam=a.token_lam,
+                bootstrap=bootstrap,
+            )
+            keys = [(s.episode, s.index) for s in samples]
+            metrics = self._rollout_metrics(rollout, samples)
+            metrics.update(
+                self._scoring_metrics(rollout, samples, old_logp, ref_logp, adv, old_values, ret)
+            )
+            if a.normalize_advantages:
+                adv = whiten(adv, keys)
         for k in keys:
             algos.check_finite(f"advantages of turn {k}", adv[k])
 
@@ -357,6 +377,30 @@ class Trainer:
         self.iteration += 1
         return metrics
 
+    def _collect_groups(self, iteration: int, sampling: SamplingSpec) -> GroupBatch:
+        """A critic-free method's rollout: ``episodes_per_iteration / group_size`` problems
+        (seeds ``data_seed + p``, tasks drawn as the vector environment draws them), K
+        branches per node (AT-GRPO) or K episodes each (MAGRPO)."""
+        a, n = self.cfg.algo, self.cfg.train.episodes_per_iteration // self.cfg.algo.group_size
+        count = n if self.method.grouping == AT_GRPO else 1
+        while len(self._problem_envs) < count:
+            self._problem_envs.append(marft_envs.make(self.env_id, **self._train_overrides))
+        seed = self.data_seed(iteration)
+        problems = pick_tasks(self._problem_envs[0], [seed + p for p in range(n)])
+        if self.method.grouping == AT_GRPO:
+            return tree_rollout(
+                self._problem_envs,
+                self.generator,
+                self.method.policy_adapter,
+                problems,
+                a.group_size,
+                sampling,
+                select=a.branch_select,
+            )
+        return joint_rollout(
+            self.venv, self.generator, self.method.policy_adapter, problems, a.group_size, sampling
+        )
+
     def sync_generator(self) -> None:
         """Give a generator that holds its own copy of the adapters (vLLM) the current weights;
         the transformers generator is the training model itself and needs nothing."""
@@ -366,7 +410,7 @@ class Trainer:
 
     def close(self) -> None:
         """Release the environments (and their workers: Ray actors, sandboxes)."""
-        for venv in (self.venv, self._eval_venv):
+        for venv in (self.venv, self._eval_venv, *self._problem_envs):
             if venv is not None:
                 venv.close()
 
@@ -680,7 +724,14 @@ class Trainer:
                 old = _pad([old_logp[k] for k in keys], width).to(logp.device)
                 advantages = _pad([adv[k] for k in keys], width).to(logp.device)
                 loss, st = algos.ppo_policy_loss(
-                    logp, old, advantages, mask, a.clip_eps, a.clip_eps_high
+                    logp,
+                    old,
+                    advantages,
+                    mask,
+                    a.clip_eps,
+                    a.clip_eps_high,
+                    aggregation=a.loss_agg,
+                    max_tokens=self.cfg.model.max_new_tokens,
                 )
                 entropy = algos.entropy_bonus(ent, mask)
                 st["policy_loss"] = float(loss.detach())
@@ -751,6 +802,11 @@ class Trainer:
             "train/rounds_per_episode": sum(t[-1].round + 1 for t in rollout.turns if t) / n,
             "train/turns_per_episode": len(samples) / n,
             "train/batch_size_per_generate": rollout.stats.get("mean_batch_size", 0.0),
+            # every response generated this iteration (a critic-free method's unselected
+            # branches and continuations included): the compute a comparison is sized by
+            "train/generated_tokens": rollout.stats.get(
+                "generated_tokens", float(sum(len(s.action_ids) for s in samples))
+            ),
         }
         for agent in self.agents:
             mine = [s for s in samples if s.agent == agent]
@@ -800,6 +856,22 @@ class Trainer:
                     v, r, torch.ones_like(v, dtype=torch.bool)
                 )
         return out
+
+
+def group_metrics(group: GroupBatch, singletons: int) -> dict[str, float]:
+    """What a critic-free method's groups looked like: samples trained on, groups, groups of
+    one (advantage 0), and the share of groups whose rewards all tie (no signal)."""
+    by_group: dict[Any, list[float]] = {}
+    for g, r in zip(group.groups, group.scores):
+        by_group.setdefault(g, []).append(r)
+    n = max(1, len(by_group))
+    return {
+        "group/samples": float(len(group.samples)),
+        "group/groups": float(len(by_group)),
+        "group/singletons": float(singletons),
+        "group/tied_fraction": sum(len(set(v)) == 1 for v in by_group.values()) / n,
+        "group/reward_mean": sum(group.scores) / max(1, len(group.scores)),
+    }
 
 
 def eval_metrics(

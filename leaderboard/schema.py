@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -21,8 +21,18 @@ SCHEMA_VERSION = 2
 
 SUPPORTED_SCHEMA_VERSIONS = (1, 2)
 
-Method = Literal["marft", "marft-shared", "ippo", "other"]
-METHODS: tuple[str, ...] = ("marft", "marft-shared", "ippo", "other")
+Method = Literal[
+    "marft",
+    "marft-shared",
+    "ippo",
+    "at-grpo",
+    "at-grpo-shared",
+    "magrpo",
+    "magrpo-shared",
+    "other",
+]
+# the database stores the method as a plain string (no constraint), so adding one needs no migration
+METHODS: tuple[str, ...] = get_args(Method)
 
 BUNDLE_FILENAME = "bundle.json"
 

@@ -11,7 +11,7 @@ torch, transformers, ``baselines`` or ``leaderboard``.
 from .envs import register_builtin_envs
 from .episode import Episode, FinalView, Turn
 from .evaluation import evaluation_plan
-from .flexmg import FlexMGEnv
+from .flexmg import EnvSnapshot, FlexMGEnv
 from .registry import EnvSpec, check_overrides, make, pprint_registry, register, registry, spec
 from .spaces import UnicodeText
 from .vector import Batch, VectorEnv, VectorFlexEnv, make_vec
@@ -25,6 +25,7 @@ register_builtin_envs()
 
 __all__ = [
     "Batch",
+    "EnvSnapshot",
     "EnvSpec",
     "Episode",
     "FinalView",

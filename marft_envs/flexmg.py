@@ -9,10 +9,12 @@ the reward is attributed (``reward_to``). The episode ends when the answer is ri
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import random
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from gymnasium import spaces
@@ -69,6 +71,42 @@ def deterministic_verdict(verdict: Mapping[str, Any]) -> dict[str, Any]:
             k: v for k, v in details.items() if "elapsed" not in k and "time" not in k
         }
     return out
+
+
+# The attributes that make up an episode's state: a snapshot deep-copies exactly these.
+_EPISODE_FIELDS = (
+    "_seed",
+    "_episode_index",
+    "task",
+    "agents",
+    "rewards",
+    "_cumulative_rewards",
+    "terminations",
+    "truncations",
+    "infos",
+    "round",
+    "_history",
+    "_turns",
+    "_feedbacks",
+    "_verdicts",
+    "_truncated",
+    "_past",
+    "_current",
+    "_selector",
+    "agent_selection",
+)
+
+
+@dataclass(frozen=True)
+class EnvSnapshot:
+    """An opaque copy of a :class:`FlexMGEnv`'s episode state (:meth:`FlexMGEnv.snapshot`).
+
+    It owns its data: stepping the environment, or another environment restored from the same
+    snapshot, never changes it, so one snapshot can seed any number of branches.
+    """
+
+    env_id: str | None
+    state: dict[str, Any]
 
 
 class FlexMGEnv(AECEnv):
@@ -261,6 +299,39 @@ class FlexMGEnv(AECEnv):
         self._version += 1
         self._selector = AgentSelector(self.agents)
         self.agent_selection = self._selector.reset()
+
+    def snapshot(self) -> EnvSnapshot:
+        """A copy of the current episode state, for :meth:`restore` (branching rollouts).
+
+        Everything an episode changes is copied (transcript, turns, verdicts, rewards, infos,
+        the turn order); the dataset, the workflow and the verifier are shared, as they hold no
+        episode state (a code verifier's sandbox runs each program afresh and caches no
+        verdicts). Tasks are immutable records and are shared too.
+        """
+        if not hasattr(self, "_selector"):
+            raise RuntimeError("snapshot() before reset(): there is no episode to copy")
+        memo = {id(self.task): self.task}  # the task record is immutable: share it
+        state = copy.deepcopy({k: getattr(self, k) for k in _EPISODE_FIELDS}, memo)
+        return EnvSnapshot(self.spec.id if self.spec is not None else None, state)
+
+    def restore(self, snapshot: EnvSnapshot) -> None:
+        """Put the environment back into ``snapshot``'s state (taken from this environment
+        or from another instance of the same id); the snapshot stays usable for more
+        branches. The same snapshot and the same actions give the same observations, rewards
+        and infos."""
+        if not isinstance(snapshot, EnvSnapshot):
+            raise TypeError(
+                f"restore() takes an EnvSnapshot from env.snapshot(), got {type(snapshot).__name__}"
+            )
+        own = self.spec.id if self.spec is not None else None
+        if snapshot.env_id != own:
+            raise ValueError(
+                f"snapshot of environment {snapshot.env_id!r} cannot be restored into {own!r}"
+            )
+        memo = {id(snapshot.state["task"]): snapshot.state["task"]}
+        for k, v in copy.deepcopy(snapshot.state, memo).items():
+            setattr(self, k, v)
+        self._version += 1  # invalidates the cached views and state text
 
     def observe(self, agent: str) -> dict[str, Any]:
         """What ``agent`` sees now: the rendered prompt plus the same facts as structured data."""

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .episode import Episode
-from .flexmg import FlexMGEnv
+from .flexmg import EnvSnapshot, FlexMGEnv
+from .prompts import chat_messages
 from .registry import make
 
 Policy = Callable[[str, list[dict[str, Any]]], Sequence[str]]
@@ -212,6 +213,20 @@ class VectorFlexEnv:
             batch = self.next_batch()
             episodes += self.step(batch, list(policy(batch.agent, batch.observations)))
         return episodes if num_episodes is None else episodes[:num_episodes]
+
+    def snapshot(self, index: int) -> EnvSnapshot:
+        """Environment ``index``'s episode state (:meth:`FlexMGEnv.snapshot`)."""
+        self._require_reset()
+        return self.envs[index].snapshot()
+
+    def restore(self, index: int, snapshot: EnvSnapshot) -> None:
+        """Put environment ``index`` into ``snapshot``'s state. Restoring one snapshot into
+        ``K`` environments plays ``K`` branches of the same problem together: the next
+        :meth:`next_batch` serves them in one call, and their steps never share state."""
+        self._require_reset()
+        if index in self._idle:
+            raise ValueError(f"environment {index} is idle (its plan ran out)")
+        self.envs[index].restore(snapshot)
 
     def close(self) -> None:
         for env in self.envs:

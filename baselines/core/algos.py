@@ -15,6 +15,7 @@ harmless, and every output is 0 on padding. The maths is in
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from typing import Literal
 
 import torch
@@ -26,6 +27,7 @@ __all__ = [
     "clipped_value_loss",
     "entropy_bonus",
     "explained_variance",
+    "group_relative_advantages",
     "independent_gae",
     "kl_penalty",
     "logprob_mismatch",
@@ -35,6 +37,7 @@ __all__ = [
     "masked_var",
     "masked_whiten",
     "mean_kl",
+    "policy_loss_aggregate",
     "ppo_policy_loss",
     "round_end_from_agents",
     "sequential_gae",
@@ -395,6 +398,97 @@ def token_level_gae(
 # losses
 
 
+def group_relative_advantages(
+    rewards: Tensor,
+    groups: Sequence[Hashable],
+    *,
+    scale_by_std: bool = True,
+    eps: float = 1e-6,
+    singletons: Literal["error", "zero"] = "error",
+) -> Tensor:
+    """GRPO's group-relative advantages: each reward minus its group's mean, optionally divided
+    by the group's standard deviation.
+
+    ``A_i = (r_i - mean_{g(i)}) / (std_{g(i)} + eps)`` with the population std (``ddof=0``, as
+    in DeepSeekMath's GRPO and TRL's ``GRPOTrainer``: it uses ``std`` over the group); with
+    ``scale_by_std=False`` (Dr.GRPO) ``A_i = r_i - mean_{g(i)}``. A group whose rewards all tie
+    gives 0 advantages either way.
+
+    Args:
+        rewards: ``[B]`` one scalar reward per sample.
+        groups: ``B`` hashable keys; samples with equal keys form a group (AT-GRPO: ``(problem,
+            turn, agent)``; MAGRPO: the problem).
+        scale_by_std: divide by the group's std.
+        eps: added to the std.
+        singletons: a group of one sample has no baseline: ``"error"`` raises ``ValueError``
+            naming the key; ``"zero"`` gives it advantage 0 (it is not trained on).
+
+    Returns:
+        ``[B]`` advantages, in the order of ``rewards``.
+    """
+    if rewards.dim() != 1 or rewards.numel() != len(groups):
+        raise ValueError(
+            f"rewards must be [B] with one group key each; got shape {tuple(rewards.shape)} "
+            f"and {len(groups)} keys"
+        )
+    if singletons not in ("error", "zero"):
+        raise ValueError(f"singletons must be 'error' or 'zero', got {singletons!r}")
+    members: dict[Hashable, list[int]] = {}
+    for i, key in enumerate(groups):
+        members.setdefault(key, []).append(i)
+    r = rewards.double()
+    out = torch.zeros_like(r)
+    for key, idx in members.items():
+        if len(idx) == 1:
+            if singletons == "error":
+                raise ValueError(
+                    f"group {key!r} holds one sample: a group-relative advantage needs >= 2 "
+                    "samples from the same state (is the group key too fine, or were its "
+                    "siblings dropped?); pass singletons='zero' to give it advantage 0"
+                )
+            continue
+        g = r[idx]
+        centred = g - g.mean()
+        std = g.std(unbiased=False)
+        if scale_by_std and std > 0:  # a tie stays 0 (no 0/0 with eps=0)
+            centred = centred / (std + eps)
+        out[idx] = centred
+    return out.to(rewards.dtype if rewards.is_floating_point() else torch.float32)
+
+
+def policy_loss_aggregate(
+    per_token: Tensor,
+    mask: Tensor,
+    mode: Literal["token_mean", "seq_mean", "seq_sum_norm"] = "token_mean",
+    max_tokens: int | None = None,
+) -> Tensor:
+    """Reduce a ``[B, T]`` per-token loss to a scalar over the real tokens.
+
+    - ``token_mean``: mean over every real token of the batch (long responses weigh more).
+    - ``seq_mean``: mean over each sequence's tokens, then over sequences (the original GRPO
+      ``1/|o_i|`` length normalisation: a short response's tokens weigh more).
+    - ``seq_sum_norm``: each sequence's token sum divided by the constant ``max_tokens``, then
+      the mean over sequences (Dr.GRPO: no per-response length normalisation, so the loss has
+      no length bias).
+    """
+    m = _as_bool(mask, per_token)
+    zero = torch.zeros((), dtype=per_token.dtype, device=per_token.device)
+    vals = torch.where(m, per_token, zero)
+    if mode == "token_mean":
+        return masked_mean(per_token, m)
+    rows = m.any(dim=-1)
+    if not rows.any():
+        return vals.sum() * 0.0
+    if mode == "seq_mean":
+        per_seq = vals.sum(-1) / m.sum(-1).clamp(min=1)
+        return per_seq[rows].mean()
+    if mode == "seq_sum_norm":
+        if max_tokens is None or max_tokens < 1:
+            raise ValueError("mode='seq_sum_norm' needs max_tokens >= 1 (the generation limit)")
+        return (vals.sum(-1) / max_tokens)[rows].mean()
+    raise ValueError(f"mode must be token_mean, seq_mean or seq_sum_norm, got {mode!r}")
+
+
 def _broadcast_like(x: Tensor, like: Tensor) -> Tensor:
     """Let per-action quantities ``[B]`` apply to every token ``[B, T]``."""
     while x.dim() < like.dim():
@@ -409,8 +503,10 @@ def ppo_policy_loss(
     mask: Tensor,
     clip_eps: float,
     clip_eps_high: float | None = None,
+    aggregation: Literal["token_mean", "seq_mean", "seq_sum_norm"] = "token_mean",
+    max_tokens: int | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
-    """PPO clipped surrogate loss, token-mean over real tokens.
+    """PPO clipped surrogate loss, token-mean over real tokens (by default).
 
     ``loss = mean_t max(-A_t r_t, -A_t clip(r_t, 1 - eps, 1 + eps_high))`` with
     ``r_t = exp(logp_t - old_logp_t)``; the mean is over all real tokens of the batch
@@ -424,6 +520,8 @@ def ppo_policy_loss(
         mask: ``[B, T]`` 1 on real response tokens.
         clip_eps: lower clip range.
         clip_eps_high: upper clip range (DAPO's clip-higher); defaults to ``clip_eps``.
+        aggregation, max_tokens: how the per-token loss is reduced
+            (:func:`policy_loss_aggregate`; ``seq_sum_norm`` is Dr.GRPO's).
 
     Returns:
         ``(loss, stats)``; loss is a scalar; stats (floats): ``clipfrac`` (share of real
@@ -441,7 +539,7 @@ def ppo_policy_loss(
     unclipped = -adv * ratio
     clipped = -adv * torch.clamp(ratio, 1.0 - clip_eps, 1.0 + eps_high)
     per_token = torch.maximum(unclipped, clipped)
-    loss = masked_mean(per_token, m)
+    loss = policy_loss_aggregate(per_token, m, aggregation, max_tokens)
     with torch.no_grad():
         stats = {
             "clipfrac": float(masked_mean((clipped > unclipped).to(logp.dtype), m)),

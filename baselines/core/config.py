@@ -38,7 +38,8 @@ __all__ = [
 ]
 
 PRESET_DIR = Path(__file__).resolve().parent.parent / "configs"
-PRESETS = ("marft", "marft_shared", "ippo")
+PRESETS = ("marft", "marft_shared", "ippo", "at_grpo", "magrpo")
+GROUP_METHODS = ("at_grpo", "at_grpo_shared", "magrpo", "magrpo_shared")  # critic-free
 LOG_SINKS = ("console", "jsonl", "tensorboard")
 
 
@@ -94,10 +95,31 @@ class ModelConfig:
 class AlgoConfig:
     """The learning algorithm: advantages, PPO losses, optimisers."""
 
-    method: Literal["marft", "marft_shared", "ippo"] = _f(
+    method: Literal[
+        "marft", "marft_shared", "ippo", "at_grpo", "at_grpo_shared", "magrpo", "magrpo_shared"
+    ] = _f(
         "marft",
         "marft: adapter per agent + central critic; marft_shared: one adapter; ippo: "
-        "adapter and own critic per agent",
+        "adapter and own critic per agent; at_grpo / magrpo (+ _shared: one adapter): "
+        "critic-free, group-relative advantages",
+    )
+    group_size: int = _f(
+        4,
+        "critic-free methods: K samples per group (AT-GRPO: branches per (problem, turn, "
+        "agent); MAGRPO: joint episodes per problem)",
+    )
+    scale_by_std: bool = _f(
+        True, "critic-free methods: divide group-centred rewards by the group std (False: Dr.GRPO)"
+    )
+    loss_agg: Literal["token_mean", "seq_mean", "seq_sum_norm"] = _f(
+        "token_mean",
+        "policy loss reduction: token_mean; seq_mean (GRPO 1/|o|); seq_sum_norm (Dr.GRPO: "
+        "token sums / model.max_new_tokens)",
+    )
+    branch_select: Literal["best", "first"] = _f(
+        "best",
+        "AT-GRPO: the branch an episode continues along: best by reward (ties: the first "
+        "sampled), or the first sampled",
     )
     level: Literal["action", "token"] = _f(
         "action", "advantage granularity: a whole response is one action, or per-token values"
@@ -229,6 +251,28 @@ class Config:
             (a.grad_accum >= 1, "algo.grad_accum must be >= 1"),
             (a.max_grad_norm > 0, "algo.max_grad_norm must be > 0"),
             (a.rotate_every >= 1, "algo.rotate_every must be >= 1"),
+            (
+                a.method not in GROUP_METHODS or a.group_size >= 2,
+                (
+                    f"algo.group_size={a.group_size}: a group-relative method needs >= 2 "
+                    "samples per group"
+                ),
+            ),
+            (
+                a.method not in GROUP_METHODS or t.episodes_per_iteration % a.group_size == 0,
+                (
+                    f"train.episodes_per_iteration={t.episodes_per_iteration} must be a "
+                    f"multiple of algo.group_size={a.group_size} for {a.method} (problems per "
+                    "iteration = episodes_per_iteration / group_size)"
+                ),
+            ),
+            (
+                a.method not in GROUP_METHODS or a.level == "action",
+                (
+                    f"algo.level={a.level!r}: {a.method} has no critic, so no token-level "
+                    "values; use algo.level=action"
+                ),
+            ),
             (a.lr > 0 and a.critic_lr > 0, "algo.lr and algo.critic_lr must be > 0"),
             (a.warmup_steps >= 0, "algo.warmup_steps must be >= 0"),
             (m.lora_r >= 1, "model.lora_r must be >= 1"),

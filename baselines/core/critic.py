@@ -46,8 +46,10 @@ def centralized_messages(state: str, agent: str, role: str) -> list[dict]:
 class Critics:
     """Named critics sharing one :class:`AdapterModel`: adapter ``name`` + value head ``name``."""
 
-    def __init__(self, model: AdapterModel, names: Sequence[str], kind: str):
-        if kind not in (CENTRALIZED, OWN_OBSERVATION):
+    def __init__(self, model: AdapterModel, names: Sequence[str], kind: str | None):
+        if kind is None and names:
+            raise ValueError(f"critics {list(names)} need a kind; None is for no critics")
+        if kind is not None and kind not in (CENTRALIZED, OWN_OBSERVATION):
             raise ValueError(
                 f"unknown critic kind {kind!r}; valid: {CENTRALIZED!r}, {OWN_OBSERVATION!r}"
             )

@@ -53,7 +53,8 @@ class Rollout:
 
     ``stats``: ``episodes`` (kept), ``infra_errors`` (dropped: an infrastructure error is not
     the policy's fault), ``generate_calls``, ``mean_batch_size`` (environments per ``generate``),
-    ``turns`` and ``truncated_turns`` (responses cut at ``max_new_tokens``).
+    ``turns`` and ``truncated_turns`` (responses cut at ``max_new_tokens``), ``generated_tokens``
+    (every response token generated, dropped episodes' included).
     """
 
     episodes: list[Episode]
@@ -272,5 +273,7 @@ def _assemble(
         "mean_batch_size": sizes / max(1, calls),
         "turns": float(len(flat)),
         "truncated_turns": float(sum(t.truncated for t in flat)),
+        # dropped infrastructure-error episodes' responses were generated too
+        "generated_tokens": float(sum(len(p[2]) for _, _, played in done for p in played)),
     }
     return Rollout(episodes, turns, gen_s, env_s, stats)
