@@ -3,13 +3,13 @@
 A spec says which adapters play which agent, which critics value which turn (and what they
 see), and how advantages are computed; :mod:`baselines.trainer` does the rest.
 
-| method        | policy adapters        | critic                                   | advantages              |
-|---------------|------------------------|------------------------------------------|-------------------------|
-| marft         | one per agent          | one centralized (role-conditioned state) | sequential (chained)    |
-| marft_shared  | one shared by all      | one centralized (role-conditioned state) | sequential (chained)    |
-| ippo          | one per agent          | one per agent, own observation only      | independent per agent   |
-| at_grpo       | one per agent          | none                                     | group: (problem, turn, agent) branches |
-| magrpo        | one per agent          | none                                     | group: joint episodes of a problem     |
+| method       | policy adapters   | critic                           | advantages                |
+|--------------|-------------------|----------------------------------|---------------------------|
+| marft        | one per agent     | centralized, role-conditioned    | sequential, chained       |
+| marft_shared | one shared by all | centralized, role-conditioned    | sequential, chained       |
+| ippo         | one per agent     | one per agent, own observation   | independent               |
+| at_grpo      | one per agent     | none                             | (problem, turn, agent)    |
+| magrpo       | one per agent     | none                             | joint episodes of a task  |
 
 ``at_grpo_shared`` and ``magrpo_shared`` are the same with one adapter shared by all agents.
 """

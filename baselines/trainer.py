@@ -42,7 +42,14 @@ from .core.checkpoint import (
 from .core.config import Config, ConfigError
 from .core.critic import CENTRALIZED, Critics, centralized_messages
 from .core.generation import Generator, HFGenerator, SamplingSpec, render_prompts
-from .core.groups import AT_GRPO, GroupBatch, group_advantages, joint_rollout, pick_tasks, tree_rollout
+from .core.groups import (
+    AT_GRPO,
+    GroupBatch,
+    group_advantages,
+    joint_rollout,
+    pick_tasks,
+    tree_rollout,
+)
 from .core.models import AdapterModel, LoraSpec, load_base, pack_sequences
 from .core.rollout import Rollout, TurnSample, collect
 from .distributed import make_worker_group
@@ -862,7 +869,7 @@ def group_metrics(group: GroupBatch, singletons: int) -> dict[str, float]:
     """What a critic-free method's groups looked like: samples trained on, groups, groups of
     one (advantage 0), and the share of groups whose rewards all tie (no signal)."""
     by_group: dict[Any, list[float]] = {}
-    for g, r in zip(group.groups, group.scores):
+    for g, r in zip(group.groups, group.scores, strict=True):
         by_group.setdefault(g, []).append(r)
     n = max(1, len(by_group))
     return {

@@ -21,7 +21,6 @@ from typing import Any, Protocol
 
 from .episode import Episode
 from .flexmg import EnvSnapshot, FlexMGEnv
-from .prompts import chat_messages
 from .registry import make
 
 Policy = Callable[[str, list[dict[str, Any]]], Sequence[str]]

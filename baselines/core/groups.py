@@ -155,7 +155,7 @@ def tree_rollout(
     K = group_size
     timer = _TimedGenerator(generator)
     generator = timer
-    for env, (seed, task_id) in zip(envs, problems):
+    for env, (seed, task_id) in zip(envs, problems, strict=True):
         env.reset(seed=seed, options={"task_id": task_id})
     active = list(range(len(problems)))
     counters = [0] * len(problems)
@@ -189,7 +189,7 @@ def tree_rollout(
             )
         t, c = _continue_to_grading(envs, generator, adapter_for, branches, sampling)
         tokens, calls = tokens + t, calls + c
-        for j, (b, (p, k)) in enumerate(zip(branches, order)):
+        for j, (b, (p, _k)) in enumerate(zip(branches, order, strict=True)):
             if b.infra:
                 continue
             sample = _sample(p, counters[p], agent, b.role, b.round, out, j, states[p], b.score)
@@ -266,7 +266,7 @@ def _continue_to_grading(envs, generator, adapter_for, branches, sampling) -> tu
             out = generator.generate(adapter_for(agent), msgs, sampling)
             calls += 1
             tokens += sum(len(a) for a in out.action_ids)
-            for b, text in zip(group, out.texts):
+            for b, text in zip(group, out.texts, strict=True):
                 env = envs[b.problem]
                 env.restore(b.cursor)
                 env.step(text)
@@ -371,6 +371,6 @@ def group_advantages(
     singles = sum(1 for n in sizes.values() if n == 1)
     out = {
         (s.episode, s.index): per_unit[u].expand(len(s.action_ids)).clone()
-        for s, u in zip(batch.samples, batch.units)
+        for s, u in zip(batch.samples, batch.units, strict=True)
     }
     return out, singles

@@ -207,7 +207,6 @@ def _io_units(
         backend = getattr(res, "backend", "") or backend
         status = res.status.value
         source = f"stdin: {t.stdin[:200]!r}"
-        outcome: Outcome
         if status == "ok":
             ok = outputs_match(res.stdout, t.expected_stdout, rule)
             outcome, msg = ("pass", "") if ok else ("fail", f"wrong output: {res.stdout[:200]!r}")

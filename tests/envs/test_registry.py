@@ -77,7 +77,7 @@ def _play(env, seed=0):
     """Play one episode with a non-answer; the number of turns and whether it was truncated."""
     env.reset(seed=seed)
     turns = 0
-    for agent in env.agent_iter():
+    for _agent in env.agent_iter():
         _, _, term, trunc, _ = env.last()
         if term or trunc:
             env.step(None)

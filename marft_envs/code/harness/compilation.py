@@ -138,7 +138,7 @@ def trusted_namespace(code_prefix: str, entry_point: str | None) -> dict[str, An
     """Names the host resolves itself: the task's trusted prefix (minus the entry point)."""
     ns: dict[str, Any] = {"__name__": "marft_tests", "__builtins__": builtins}
     if code_prefix:
-        exec(_compile_prefix(code_prefix), ns)  # noqa: S102 -- trusted task data (the prompt)
+        exec(_compile_prefix(code_prefix), ns)
     if entry_point:
         ns.pop(entry_point, None)
     return ns

@@ -144,7 +144,7 @@ def replay(
     failure: tuple[Outcome, str] | None = None
     try:
         for code in program.modules:
-            exec(code, ns)  # noqa: S102 -- the task's trusted tests, on the host by design
+            exec(code, ns)
         for check, candidate in program.check_names:
             fn = ns.get(check)
             if callable(fn):

@@ -111,7 +111,7 @@ def run_round(
     program_ok = False
     for rec in records:
         if "program_error" in rec:
-            name, msg = (list(rec["program_error"]) + ["", ""])[:2]
+            name, msg = [*rec["program_error"], "", ""][:2]
             outcome: Outcome = "memory" if name == "MemoryError" else "runtime_error"
             result.program_error = f"{name}: {msg}"
             session.program_failure = RemoteFailure(
