@@ -241,9 +241,11 @@ def env_server(tmp_path_factory):
 
 
 def block_env(**extra: str) -> dict[str, str]:
-    """The environment of a block: this checkout first on PYTHONPATH, the benchmark data."""
+    """The environment of a block: this checkout first on PYTHONPATH, the benchmark data, and
+    this interpreter as scripts/services.sh's PYTHON (a worktree has no .venv of its own)."""
     return {
         **os.environ,
+        "PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
         "MARFT_DATA_DIR": os.environ.get("MARFT_DATA_DIR", str(REPO.parent / "shared" / "data")),
         **extra,
