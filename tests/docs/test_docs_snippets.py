@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from docs_services import free_port, wait_until_answers
+from docs_services import answers, free_port, running, wait_until_answers
 from markdown_it import MarkdownIt
 
 from tests.services import docker_daemon, require_sandboxes
@@ -298,6 +298,41 @@ def stop_group(pgid: int, grace_s: float = 10.0) -> None:
             except ProcessLookupError:
                 return
             time.sleep(0.1)
+
+
+SERVER = """import sys, http.server
+print("serving", flush=True)
+if "--fail" in sys.argv:
+    sys.exit("boom: cannot start")
+port = int(sys.argv[sys.argv.index("--port") + 1])
+http.server.HTTPServer(("127.0.0.1", port), http.server.BaseHTTPRequestHandler).serve_forever()
+"""
+
+
+def run_block(tmp_path: Path, code: str, port: int) -> tuple[int, str, str]:
+    script = tmp_path / "block.sh"
+    script.write_text(BASH_PRELUDE + code)
+    env = block_env(DOCS_PORT=str(port), DOCS_TMP=str(tmp_path))
+    return run_to_the_end(["bash", str(script)], tmp_path, env)
+
+
+def test_a_documented_server_is_stopped_when_its_block_fails(tmp_path):
+    (tmp_path / "server.py").write_text(SERVER)
+    port = free_port()
+    # under set -e, server.pid is written only once docs_serve saw the server answer
+    code = 'docs_serve "$PY" server.py\necho "$!" > server.pid\nfalse\n'
+    returncode, _, err = run_block(tmp_path, code, port)
+    assert returncode == 1, err
+    assert not running(int((tmp_path / "server.pid").read_text()))
+    assert not answers(f"http://127.0.0.1:{port}/")
+
+
+def test_a_server_that_exits_fails_its_block_with_its_log(tmp_path):
+    (tmp_path / "server.py").write_text(SERVER)
+    returncode, out, err = run_block(tmp_path, 'docs_serve "$PY" server.py --fail\necho after\n', 1)
+    assert returncode == 1
+    assert "after" not in out
+    assert "exited before" in err and "boom: cannot start" in err
 
 
 @pytest.mark.parametrize(
