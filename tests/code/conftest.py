@@ -9,17 +9,12 @@ session only if it started it.
 
 from __future__ import annotations
 
-import os
-import subprocess
-from pathlib import Path
-
 import pytest
 
 from marft_envs.code.sandbox import get_sandbox
 from marft_envs.code.sandbox.select import probe
+from tests.services import docker_daemon, require_sandboxes
 
-ROOT = Path(__file__).resolve().parents[2]
-SERVICES = ROOT / "scripts" / "services.sh"
 ISOLATING = ("docker", "bwrap")
 ALL_BACKENDS = ("docker", "bwrap", "subprocess")
 #: Small limits keep the hostile suite fast; timeouts are per test.
@@ -34,10 +29,6 @@ TEST_LIMITS = {
 }
 
 
-def require_sandboxes() -> bool:
-    return os.environ.get("MARFT_REQUIRE_SANDBOXES", "").strip() not in ("", "0")
-
-
 def _unusable(name: str, reason: str) -> None:
     message = f"sandbox backend {name!r} is not usable here: {reason}"
     if require_sandboxes():
@@ -47,39 +38,11 @@ def _unusable(name: str, reason: str) -> None:
     pytest.skip(message)
 
 
-def _daemon_answers() -> bool:
-    try:
-        return (
-            subprocess.run(
-                ["docker", "version", "--format", "{{.Server.Version}}"],
-                capture_output=True,
-                timeout=20,
-                check=False,
-            ).returncode
-            == 0
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
 @pytest.fixture(scope="session")
 def docker_service():
     """None when docker is usable (daemon + image), else the reason. Starts dockerd if needed."""
-    answered_before = _daemon_answers()
-    reason = probe("docker")
-    if reason is not None:
-        proc = subprocess.run(
-            [str(SERVICES), "start"], capture_output=True, text=True, timeout=900, check=False
-        )
-        reason = probe("docker")
-        if reason is not None:
-            reason += (
-                f"; scripts/services.sh start said: {(proc.stdout + proc.stderr).strip()[-800:]}"
-            )
-    started_here = not answered_before and _daemon_answers()
-    yield reason
-    if started_here:
-        subprocess.run([str(SERVICES), "stop"], capture_output=True, timeout=120, check=False)
+    with docker_daemon() as reason:
+        yield reason
 
 
 @pytest.fixture(scope="session")

@@ -1,11 +1,13 @@
 """Every fenced ``bash`` and ``python`` block of README.md and docs/*.md runs (docs/docs_tests.md).
 
 Pages are found by glob, so a new page is covered without editing this file. A block preceded by
-``<!-- docs-test: skip KIND (reason) -->`` (KIND: gpu, network, service, slow) is listed, not run.
+``<!-- docs-test: skip KIND (reason) -->`` (KIND: gpu, network, slow) is listed, not run; one
+preceded by ``<!-- docs-test: needs NAME ... -->`` runs with what it needs (:data:`NEEDS`).
 Blocks run in a fresh temporary directory with this checkout first on ``PYTHONPATH``; bash blocks
-see ``python``, ``marft-envs`` and ``marft-leaderboard`` as this interpreter and this checkout, and
-every ``python -m baselines.<method|eval>`` command gets :data:`SMALL` appended (later
-``key=value`` wins), so documented commands run unedited at tiny settings.
+see ``python``, ``marft-envs`` and ``marft-leaderboard`` as this interpreter and this checkout,
+documented servers run in the background until the block ends, and the long commands get small
+settings appended (:data:`SMALL`, :data:`BENCH_SMALL`, :data:`PYTEST_SMALL`), so documented
+commands run unedited.
 """
 
 from __future__ import annotations
@@ -13,40 +15,91 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from docs_services import answers, free_port, running, wait_until_answers
+from markdown_it import MarkdownIt
+
+from tests.services import docker_daemon, require_sandboxes
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-SKIP_KINDS = ("gpu", "network", "service", "slow")
-MARKER = re.compile(r"<!--\s*docs-test:\s*skip\s+(\w+)\s*(.*?)\s*-->")
-FENCE = re.compile(r"^```(\w*)\s*$")
+SKIP_KINDS = ("gpu", "network", "slow")
+#: what a block may need: the test provides it (docs/docs_tests.md)
+NEEDS = {
+    "checkout": "runs in the checkout's root, not a temporary directory (repository paths)",
+    "docker": "a Docker daemon and the sandbox image (scripts/services.sh)",
+    "env-server": "`marft-envs serve math-3agent` running at the block's 127.0.0.1:8000",
+    "bundle": "a result bundle of math-3agent at runs/marft-1/eval-math-3agent/",
+}
+SKIP_MARKER = re.compile(r"<!--\s*docs-test:\s*skip\s+(\w+)\s*(.*?)\s*-->")
+NEEDS_MARKER = re.compile(r"<!--\s*docs-test:\s*needs\s+(.*?)\s*-->")
+MARKDOWN = MarkdownIt("commonmark")
+#: how a command or a Python snippet starts (for indented blocks, which never run)
+COMMAND = re.compile(
+    r"(python3?|pip|bash|make|marft-envs|marft-leaderboard|ray|docker)\s|(from \S+ )?import \w"
+)
+#: the documented servers' address; each block gets a free loopback port in its place
+DOCUMENTED_HOST = "127.0.0.1:8000"
+HELPER = Path(__file__).with_name("docs_services.py")
+BUNDLE_DIR = Path("runs/marft-1/eval-math-3agent")
 #: appended to every `python -m baselines.{marft,marft_shared,ippo,eval}` of a bash block
 SMALL = (
     "model.max_new_tokens=8 env.num_envs=2 train.episodes_per_iteration=2 "
     "env.eval_episodes=2 train.log=[jsonl]"
 )
+#: appended to a documented benchmark (`python benchmarks/NAME.py`): its own size flags, small
+BENCH_SMALL = {
+    "benchmarks/bench_sandbox.py": "--runs 4",
+    "benchmarks/bench_leaderboard_load.py": "--concurrent 8 --sequential 2 --episodes 1",
+}
+#: appended to a documented `python -m pytest ...`: the same CI run runs those tests, so here the
+#: command is checked to select them (paths, options, collection), not run a second time
+PYTEST_SMALL = "--collect-only"
 #: (page, sha256 prefix of the block) -> why it cannot run yet. Keyed by the block's content: once
 #: the block changes, it is tested again. docs/math_verifier.md is being rewritten on the
 #: math-verifier branch, and this block's `verify_many([(response, reference), ...])` is a sketch.
 PENDING: dict[tuple[str, str], str] = {}
 #: names a Python snippet may use as placeholders for the reader's own code
 PYTHON_PRELUDE = 'def my_llm(prompt):\n    return "\\\\boxed{0}"\n\n'
+_BENCH_CASES = "".join(f'        "{k} "*) "$PY" "$@" {v} ;;\n' for k, v in BENCH_SMALL.items())
 BASH_PRELUDE = f"""set -euo pipefail
 PY={sys.executable!s}
 python() {{
     case "${{1:-}} ${{2:-}}" in
         "-m baselines.marft"|"-m baselines.marft_shared"|"-m baselines.ippo"|"-m baselines.eval")
             "$PY" "$@" {SMALL} ;;
-        *) "$PY" "$@" ;;
+        "-m pytest") "$PY" "$@" {PYTEST_SMALL} ;;
+{_BENCH_CASES}        *) "$PY" "$@" ;;
     esac
 }}
-marft-envs() {{ "$PY" -m marft_envs.cli "$@"; }}
-marft-leaderboard() {{ "$PY" -m leaderboard.cli "$@"; }}
+# A documented server runs in the background until the block ends: the block's first server on
+# $DOCS_PORT (which replaced {DOCUMENTED_HOST}'s port), any other on a free port.
+DOCS_SERVERS=()
+trap 'for p in "${{DOCS_SERVERS[@]}}"; do kill "$p" 2>/dev/null || true; done; wait' EXIT
+docs_serve() {{
+    local port log
+    if [ ${{#DOCS_SERVERS[@]}} -eq 0 ]; then port=$DOCS_PORT; else port=$("$PY" {HELPER} port); fi
+    log="$DOCS_TMP/server-${{#DOCS_SERVERS[@]}}.log"
+    "$@" --port "$port" >"$log" 2>&1 &
+    DOCS_SERVERS+=($!)
+    "$PY" {HELPER} wait "http://127.0.0.1:$port/" $! "$log"
+}}
+marft-envs() {{
+    if [ "${{1:-}}" = serve ]; then docs_serve "$PY" -m marft_envs.cli "$@"
+    else "$PY" -m marft_envs.cli "$@"; fi
+}}
+marft-leaderboard() {{
+    if [ "${{1:-}}" = serve ]; then docs_serve "$PY" -m leaderboard.cli "$@"
+    else "$PY" -m leaderboard.cli "$@"; fi
+}}
 """
 
 
@@ -57,6 +110,7 @@ class Snippet:
     lang: str
     code: str
     skip: tuple[str, str] | None  # (kind, reason)
+    needs: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -64,35 +118,38 @@ class Snippet:
 
 
 def snippets(page: Path) -> list[Snippet]:
-    """The bash and python fences of ``page``, with the skip marker that precedes each."""
-    lines = page.read_text(encoding="utf-8").splitlines()
-    found, i, marker = [], 0, None
-    while i < len(lines):
-        m = MARKER.search(lines[i])
-        if m:
-            marker = (m.group(1), m.group(2))
-        fence = FENCE.match(lines[i])
-        if fence:
-            start, body = i, []
-            i += 1
-            while i < len(lines) and not lines[i].startswith("```"):
-                body.append(lines[i])
-                i += 1
-            if fence.group(1) in ("bash", "python"):
-                found.append(
-                    Snippet(
-                        str(page.relative_to(REPO) if page.is_relative_to(REPO) else page),
-                        start + 1,
-                        fence.group(1),
-                        "\n".join(body) + "\n",
-                        marker,
-                    )
-                )
-            marker = None
-        elif lines[i].strip() and not m:
-            marker = None  # a marker applies to the next fence only, across blank lines
-        i += 1
+    """The bash and python fences of ``page`` (CommonMark, so fences inside list items count),
+    with the markers that precede each: a marker applies to the next fence only, and any block
+    between them (a paragraph, a heading, a table) drops it."""
+    page_id = str(page.relative_to(REPO) if page.is_relative_to(REPO) else page)
+    found: list[Snippet] = []
+    skip: tuple[str, str] | None = None
+    needs: tuple[str, ...] = ()
+    for token in MARKDOWN.parse(page.read_text(encoding="utf-8")):
+        skip_m = SKIP_MARKER.search(token.content) if token.type == "html_block" else None
+        needs_m = NEEDS_MARKER.search(token.content) if token.type == "html_block" else None
+        if skip_m or needs_m:
+            skip = (skip_m.group(1), skip_m.group(2)) if skip_m else skip
+            needs = tuple(re.split(r"[\s,]+", needs_m.group(1))) if needs_m else needs
+            continue
+        if token.type == "fence" and token.map:
+            lang = token.info.split()[0] if token.info.strip() else ""
+            if lang in ("bash", "python"):
+                line = token.map[0] + 1
+                found.append(Snippet(page_id, line, lang, token.content, skip, needs))
+        if token.nesting != -1:  # closing a list item or a section keeps the markers
+            skip, needs = None, ()
     return found
+
+
+def indented_commands(page: Path) -> list[str]:
+    """``page:line`` of each indented code block that starts like a command or Python code:
+    indented blocks never run, so those belong in a tagged fence."""
+    return [
+        f"{page.name}:{token.map[0] + 1}"
+        for token in MARKDOWN.parse(page.read_text(encoding="utf-8"))
+        if token.type == "code_block" and token.map and COMMAND.match(token.content.lstrip())
+    ]
 
 
 ALL = [s for page in PAGES for s in snippets(page)]
@@ -101,6 +158,13 @@ ALL = [s for page in PAGES for s in snippets(page)]
 def test_markers_name_a_known_kind_and_a_reason():
     bad = [s.id for s in ALL if s.skip and (s.skip[0] not in SKIP_KINDS or not s.skip[1])]
     assert not bad, f"skip markers need a kind in {SKIP_KINDS} and a reason: {bad}"
+    unknown = [(s.id, n) for s in ALL for n in s.needs if n not in NEEDS]
+    assert not unknown, f"needs markers name one of {sorted(NEEDS)}: {unknown}"
+
+
+def test_commands_are_in_fences_not_indented_blocks():
+    found = [where for page in PAGES for where in indented_commands(page)]
+    assert not found, f"commands in indented blocks never run: put them in a tagged fence: {found}"
 
 
 def test_a_marker_applies_to_the_next_fence_only(tmp_path):
@@ -109,59 +173,202 @@ def test_a_marker_applies_to_the_next_fence_only(tmp_path):
         "<!-- docs-test: skip gpu (big model) -->\n\n```bash\ntrain\n```\n"
         "<!-- docs-test: skip network (pip) -->\nSome prose.\n```python\nx = 1\n```\n"
         "```json\n{}\n```\n```python\ny = 2\n```\n"
+        "<!-- docs-test: needs docker, checkout -->\n```bash\nls\n```\n```bash\npwd\n```\n"
+        "- an item:\n\n  <!-- docs-test: skip gpu (two GPUs) -->\n  ```python\n  z = 3\n  ```\n"
+        "\nText.\n\n    python -m indented\n"
     )
     found = snippets(page)
-    assert [(s.lang, s.line, s.skip) for s in found] == [
-        ("bash", 3, ("gpu", "(big model)")),
-        ("python", 8, None),  # prose between the marker and the fence: the marker is dropped
-        ("python", 14, None),  # json fences are not collected
+    assert [(s.lang, s.line, s.skip, s.needs) for s in found] == [
+        ("bash", 3, ("gpu", "(big model)"), ()),
+        ("python", 8, None, ()),  # prose between the marker and the fence: the marker is dropped
+        ("python", 14, None, ()),  # json fences are not collected
+        ("bash", 18, None, ("docker", "checkout")),
+        ("bash", 21, None, ()),
+        ("python", 27, ("gpu", "(two GPUs)"), ()),  # a fence inside a list item
     ]
     assert found[2].code == "y = 2\n"
+    assert found[5].code == "z = 3\n"
+    assert indented_commands(page) == ["page.md:33"]
 
 
 def test_list_the_skipped_snippets(capsys):
     skipped = [s for s in ALL if s.skip]
+    kinds = Counter(s.skip[0] for s in skipped if s.skip)
+    needs = Counter(n for s in ALL if not s.skip for n in s.needs)
     with capsys.disabled():
         print(
             f"\ndocs snippets: {len(ALL)} found, {len(ALL) - len(skipped)} run, "
-            f"{len(skipped)} skipped"
+            f"{len(skipped)} skipped ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}); "
+            f"run with: {', '.join(f'{k} {n}' for k, n in sorted(needs.items()))}"
         )
         for s in skipped:
             print(f"  skipped {s.id} [{s.skip[0]}] {s.skip[1]}")
     assert ALL
 
 
+@pytest.fixture(scope="session")
+def docker():
+    """The Docker daemon and sandbox image, for blocks that need docker."""
+    with docker_daemon() as reason:
+        yield reason
+
+
+@pytest.fixture(scope="session")
+def env_server(tmp_path_factory):
+    """The documented `marft-envs serve math-3agent --max-sessions 64`, on a free port."""
+    port, tmp = free_port(), tmp_path_factory.mktemp("env-server")
+    log = tmp / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "marft_envs.cli", "serve", "math-3agent"]
+            + ["--port", str(port), "--max-sessions", "64"],
+            cwd=tmp,
+            env=block_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    try:
+        wait_until_answers(f"http://127.0.0.1:{port}/health", proc.pid, log)
+        yield port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def block_env(**extra: str) -> dict[str, str]:
+    """The environment of a block: this checkout first on PYTHONPATH, the benchmark data, and
+    this interpreter as scripts/services.sh's PYTHON (a worktree has no .venv of its own)."""
+    return {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "MARFT_DATA_DIR": os.environ.get("MARFT_DATA_DIR", str(REPO.parent / "shared" / "data")),
+        **extra,
+    }
+
+
+def write_bundle_at(root: Path) -> None:
+    """A scripted math-3agent result bundle at ``root / BUNDLE_DIR`` (what a run's eval writes)."""
+    from leaderboard.schema import write_bundle
+    from tests.leaderboard.lb_helpers import play_bundle
+
+    write_bundle(play_bundle("math-3agent", n_tasks=2), root / BUNDLE_DIR)
+
+
+def run_to_the_end(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
+    """Run ``cmd`` in its own process group; whatever it left running is stopped afterwards,
+    also when it fails or times out (a background server, a Ray cluster)."""
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        err += "\n[docs test: killed after 600 s]"
+    finally:
+        stop_group(proc.pid)
+    return proc.returncode, out, err
+
+
+def stop_group(pgid: int, grace_s: float = 10.0) -> None:
+    """SIGTERM every process left in group ``pgid``, then SIGKILL what outlives ``grace_s``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+
+
+SERVER = """import sys, http.server
+print("serving", flush=True)
+if "--fail" in sys.argv:
+    sys.exit("boom: cannot start")
+port = int(sys.argv[sys.argv.index("--port") + 1])
+http.server.HTTPServer(("127.0.0.1", port), http.server.BaseHTTPRequestHandler).serve_forever()
+"""
+
+
+def run_block(tmp_path: Path, code: str, port: int) -> tuple[int, str, str]:
+    script = tmp_path / "block.sh"
+    script.write_text(BASH_PRELUDE + code)
+    env = block_env(DOCS_PORT=str(port), DOCS_TMP=str(tmp_path))
+    return run_to_the_end(["bash", str(script)], tmp_path, env)
+
+
+def test_a_documented_server_is_stopped_when_its_block_fails(tmp_path):
+    (tmp_path / "server.py").write_text(SERVER)
+    port = free_port()
+    # under set -e, server.pid is written only once docs_serve saw the server answer
+    code = 'docs_serve "$PY" server.py\necho "$!" > server.pid\nfalse\n'
+    returncode, _, err = run_block(tmp_path, code, port)
+    assert returncode == 1, err
+    assert not running(int((tmp_path / "server.pid").read_text()))
+    assert not answers(f"http://127.0.0.1:{port}/")
+
+
+def test_a_server_that_exits_fails_its_block_with_its_log(tmp_path):
+    (tmp_path / "server.py").write_text(SERVER)
+    returncode, out, err = run_block(tmp_path, 'docs_serve "$PY" server.py --fail\necho after\n', 1)
+    assert returncode == 1
+    assert "after" not in out
+    assert "exited before" in err and "boom: cannot start" in err
+
+
 @pytest.mark.parametrize(
     "snippet", [s for s in ALL if not s.skip], ids=lambda s: f"{s.id}-{s.lang}"
 )
-def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
+def test_snippet_runs(snippet: Snippet, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     pending = PENDING.get((snippet.page, hashlib.sha256(snippet.code.encode()).hexdigest()[:16]))
     if pending:
         pytest.xfail(pending)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
-        "MARFT_DATA_DIR": os.environ.get("MARFT_DATA_DIR", str(REPO.parent / "shared" / "data")),
-    }
+    if "docker" in snippet.needs:
+        reason = request.getfixturevalue("docker")
+        if reason is not None:
+            message = f"{snippet.id} needs docker, which is not usable here: {reason}"
+            if require_sandboxes():
+                pytest.fail(f"{message} (MARFT_REQUIRE_SANDBOXES is set)", pytrace=False)
+            pytest.skip(message)
+    port = request.getfixturevalue("env_server") if "env-server" in snippet.needs else free_port()
+    cwd = REPO if "checkout" in snippet.needs else tmp_path
+    if "bundle" in snippet.needs:
+        write_bundle_at(cwd)
+    code = snippet.code.replace(DOCUMENTED_HOST, f"127.0.0.1:{port}")
+    env = block_env(
+        DOCS_PORT=str(port),
+        DOCS_TMP=str(tmp_path),
+        MARFT_LEADERBOARD_URL=f"http://127.0.0.1:{port}",
+    )
     if snippet.lang == "python":
         script = tmp_path / "snippet.py"
-        script.write_text(PYTHON_PRELUDE + snippet.code)
+        script.write_text(PYTHON_PRELUDE + code)
         cmd = [sys.executable, str(script)]
     else:
         script = tmp_path / "snippet.sh"
-        script.write_text(BASH_PRELUDE + snippet.code)
+        script.write_text(BASH_PRELUDE + code)
         cmd = ["bash", str(script)]
-    done = subprocess.run(
-        cmd,
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
-    assert done.returncode == 0, (
-        f"{snippet.id} failed (exit {done.returncode}):\n{snippet.code}\n"
-        f"--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
+    returncode, out, err = run_to_the_end(cmd, cwd, env)
+    assert returncode == 0, (
+        f"{snippet.id} failed (exit {returncode}):\n{snippet.code}\n"
+        f"--- stdout\n{out[-3000:]}\n--- stderr\n{err[-3000:]}"
     )
