@@ -39,7 +39,10 @@ def register_math_envs() -> None:
 
 def register_builtin_envs() -> None:
     """Register every built-in id (idempotent)."""
+    from .credit import register_credit_envs
+
     register_math_envs()
+    register_credit_envs()
     try:
         from .code.env import register_code_envs
     except ImportError:  # the code suite is optional while it is being built

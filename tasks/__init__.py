@@ -9,7 +9,7 @@ Imports only the standard library (pyarrow and ``datasets`` lazily, when needed)
 """
 
 # The built-in datasets register themselves when their modules are imported.
-from tasks import generators, math_loaders  # noqa: F401
+from tasks import generators, keys, math_loaders  # noqa: F401
 from tasks import code_loaders  # noqa: F401,E402  (humaneval, mbpp, code)
 from tasks import competitive  # noqa: F401,E402  (livecodebench, apps, codecontests)
 from tasks.dataset import (

@@ -18,7 +18,7 @@ import json
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -315,6 +315,36 @@ def plot_learning_curves(
         ax.grid(alpha=0.3)
         if any(label for label, _ in lines):
             ax.legend(fontsize=8)
+    return _save(plt, fig, out_png)
+
+
+def plot_bands(
+    panels: Mapping[str, Mapping[str, Sequence[Sequence[float]]]],
+    out_png: str | Path,
+    *,
+    xlabel: str = "episodes",
+    ylabel: str = "train/score",
+) -> Path:
+    """Mean curves with confidence bands: one panel per key of ``panels``, one line per run.
+
+    Args:
+        panels: ``{"credit-chain-3agent": {"marft": (xs, mean, low, high), ...}, ...}``; the
+            four sequences have one value per point and the band is drawn from low to high.
+        out_png: image to write.
+
+    Returns:
+        ``out_png`` as a Path.
+    """
+    plt, fig, axes = _figure(len(panels))
+    for ax, (title, lines) in zip(axes, panels.items()):
+        for name, (xs, mean, low, high) in lines.items():
+            (line,) = ax.plot(xs, mean, label=name)
+            ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     return _save(plt, fig, out_png)
 
 

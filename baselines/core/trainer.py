@@ -746,6 +746,8 @@ class Trainer:
             "train/truncated_episodes": sum(e.truncated for e in eps) / n,
             "train/rounds_per_episode": sum(t[-1].round + 1 for t in rollout.turns if t) / n,
             "train/turns_per_episode": len(samples) / n,
+            # the compute a method spent sampling (group methods sample several answers per task)
+            "train/generated_tokens": float(sum(len(s.action_ids) for s in samples)),
             "train/batch_size_per_generate": rollout.stats.get("mean_batch_size", 0.0),
         }
         for agent in self.agents:
