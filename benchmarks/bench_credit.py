@@ -143,26 +143,30 @@ def train_run(spec: RunSpec, base_overrides: tuple[str, ...]) -> RunResult:
 
 
 def plan_runs(args: argparse.Namespace) -> list[RunSpec]:
-    runs = []
+    """Every run, seed by seed (a benchmark stopped early still compares methods on its seeds)."""
+    variants: list[
+        tuple[str, str, str, tuple[str, ...], str]
+    ] = []  # label, method, env, extra, marks
     for env_id in args.envs:
         for name in args.methods:
             method, extra = parse_method(name)
-            runs += [RunSpec(name, method, env_id, s, args.iterations, extra) for s in args.seeds]
+            variants.append((name, method, env_id, extra, ""))
     if args.single != "none":
         method, extra = parse_method(args.single)
-        label = f"single({args.single})"
-        runs += [RunSpec(label, method, SINGLE_ENV, s, args.iterations, extra) for s in args.seeds]
+        variants.append((f"single({args.single})", method, SINGLE_ENV, extra, ""))
     if args.ablation:
         for method in args.ablation_methods:
             get_method(method)
             for roles in (True, False):
-                label = f"{method} roles={roles}"
                 extra = (f"env.overrides.roles={str(roles).lower()}",)
-                runs += [
-                    RunSpec(label, method, args.ablation, s, args.iterations, extra, ROLE_MARKS)
-                    for s in args.seeds
-                ]
-    return runs
+                variants.append(
+                    (f"{method} roles={roles}", method, args.ablation, extra, ROLE_MARKS)
+                )
+    return [
+        RunSpec(label, method, env_id, seed, args.iterations, extra, marks)
+        for seed in args.seeds
+        for label, method, env_id, extra, marks in variants
+    ]
 
 
 def group_key(spec: RunSpec) -> str:
@@ -197,14 +201,19 @@ def summarise(results: list[RunResult]) -> list[str]:
     return lines
 
 
-def write_outputs(results: list[RunResult], out: Path) -> Path:
-    """``results.json``, ``curves.csv`` and ``curves.png`` (mean with 95% bands per group)."""
-    from baselines.core.logging import plot_bands
-
+def save_results(results: list[RunResult], out: Path) -> None:
+    """``results.json``: every run's spec, curve, final score and wall time."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(
         json.dumps([{**asdict(r), "spec": asdict(r.spec)} for r in results], indent=1)
     )
+
+
+def write_outputs(results: list[RunResult], out: Path) -> Path:
+    """``results.json``, ``curves.csv`` and ``curves.png`` (mean with 95% bands per group)."""
+    from baselines.core.logging import plot_bands
+
+    save_results(results, out)
     with open(out / "curves.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["env", "label", "seed", "iteration", "episodes", "score", "tokens"])
@@ -254,6 +263,7 @@ def main() -> None:
         for future in futures:
             r = future.result()
             results.append(r)
+            save_results(results, Path(args.out))  # so far, in case the run is stopped
             reached = episodes_to_target(r)
             print(
                 f"{r.spec.env_id:22s} {r.spec.label:24s} seed {r.spec.seed}: final {r.final:.2f}"
