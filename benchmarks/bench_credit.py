@@ -6,7 +6,7 @@
 
 Every method trains on every ``--envs`` id (``marft_envs.credit``) on the same seeds (the seed
 initialises the tiny model of ``baselines.relay.relay_model`` and the training), with
-``baselines.relay.RELAY_CONFIG`` plus any ``key=value`` overrides, for a fixed number of
+``baselines.relay.FAST_CONFIG`` plus any ``key=value`` overrides, for a fixed number of
 iterations (no early stop, so every curve has every point). A method is a name from
 ``baselines.methods.METHODS``; ``NAME+token`` trains it with token-level advantages
 (``algo.level=token``). ``--single`` trains that method on ``credit-chain-1agent``, where one
@@ -113,7 +113,7 @@ def train_run(spec: RunSpec, base_overrides: tuple[str, ...]) -> RunResult:
 
     from baselines.core.config import load_config
     from baselines.core.trainer import Trainer
-    from baselines.relay import RELAY_CONFIG, relay_model
+    from baselines.relay import FAST_CONFIG, relay_model
 
     torch.set_num_threads(1)
     result = RunResult(spec)
@@ -124,7 +124,7 @@ def train_run(spec: RunSpec, base_overrides: tuple[str, ...]) -> RunResult:
             f"env.id={spec.env_id}",
             f"model.name={model}",
             f"train.seed={spec.seed}",
-            *RELAY_CONFIG,
+            *FAST_CONFIG,
             *base_overrides,
             *spec.overrides,
         ]
