@@ -14,23 +14,23 @@ import pytest
 
 from baselines.core.config import load_config
 from baselines.core.trainer import Trainer
-from baselines.relay import FAST_CONFIG, relay_model
+from baselines.relay import RELAY_CONFIG, relay_model
 
 ENV_ID = "credit-chain-2agent"
-MAX_ITERATIONS = 40
+MAX_ITERATIONS = 60
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_marft_learns_the_credit_chain(tmp_path, seed):
     model = relay_model(tmp_path / "model", keys="AB", seed=seed)
-    overrides = [f"env.id={ENV_ID}", f"model.name={model}", f"train.seed={seed}", *FAST_CONFIG]
+    overrides = [f"env.id={ENV_ID}", f"model.name={model}", f"train.seed={seed}", *RELAY_CONFIG]
     trainer = Trainer(load_config("marft", overrides=overrides), tmp_path / "run")
     scores = []
     for _ in range(MAX_ITERATIONS):
         scores.append(trainer.step()["train/score"])
         if len(scores) >= 3 and min(scores[-3:]) >= 0.9:
             break
-    # The first rollout (16 sampled episodes) is played before any update: the untrained team.
+    # The first rollout (32 sampled episodes) is played before any update: the untrained team.
     assert scores[0] <= 0.5, f"the untrained team already relays the key: {scores}"
     after = trainer.evaluate(greedy=True, prefix="after")["after/score"]
     assert after >= 0.9, f"MARFT reached {after} (train scores {scores})"
