@@ -172,7 +172,7 @@ def plan_runs(args: argparse.Namespace) -> list[RunSpec]:
 def group_key(spec: RunSpec) -> str:
     """The table/plot group of a run: its environment, or the role ablation on it."""
     if spec.marks:
-        return f"{spec.env_id} (role ablation, seat marks kept)"
+        return f"{spec.env_id} (ablation, seat marks)"
     return spec.env_id
 
 
@@ -253,8 +253,16 @@ def main() -> None:
     p.add_argument("--ablation-methods", nargs="+", default=["marft_shared", "marft"])
     p.add_argument("--jobs", type=int, default=2, help="runs at once (one process each)")
     p.add_argument("--out", default="runs/bench_credit")
+    p.add_argument(
+        "--from-results",
+        metavar="JSON",
+        help="print the table and redraw the curves from a results.json (a stopped run's too)",
+    )
     p.add_argument("overrides", nargs="*", metavar="key=value")
     args = p.parse_args()
+    if args.from_results:
+        report(load_results(Path(args.from_results)), Path(args.out))
+        return
     runs = plan_runs(args)
     print(f"{len(runs)} runs, {args.jobs} at a time, {args.iterations} iterations each", flush=True)
     results: list[RunResult] = []
@@ -270,10 +278,30 @@ def main() -> None:
                 f"  last train {r.scores[-1]:.2f}  to 0.9 {reached}  {r.wall_s:.0f}s",
                 flush=True,
             )
-    per = results[0].episodes[0] if results else 0
-    print(f"\ncredit games: {args.iterations} iterations x {per:.0f} episodes, seeds {args.seeds}")
+    report(results, Path(args.out))
+
+
+def load_results(path: Path) -> list[RunResult]:
+    """The runs saved by :func:`save_results`."""
+    rows = json.loads(path.read_text())
+    out = []
+    for row in rows:
+        spec = row.pop("spec")
+        spec["overrides"] = tuple(spec["overrides"])
+        out.append(RunResult(spec=RunSpec(**spec), **row))
+    return out
+
+
+def report(results: list[RunResult], out: Path) -> None:
+    """Print the table and write the outputs."""
+    if not results:
+        raise ValueError("no finished runs to report")
+    seeds = sorted({r.spec.seed for r in results})
+    iterations = max(r.spec.iterations for r in results)
+    per = results[0].episodes[0]
+    print(f"\ncredit games: {iterations} iterations x {per:.0f} episodes, seeds {seeds}")
     print("\n".join(summarise(results)))
-    print(f"plot: {write_outputs(results, Path(args.out))}")
+    print(f"plot: {write_outputs(results, out)}")
 
 
 if __name__ == "__main__":
