@@ -334,7 +334,19 @@ def plot_bands(
 
     Returns:
         ``out_png`` as a Path.
+
+    Raises:
+        ValueError: no panel, or a line whose four sequences differ in length.
     """
+    if not panels:
+        raise ValueError("plot_bands needs at least one panel")
+    for title, lines in panels.items():
+        for name, seqs in lines.items():
+            if len(seqs) != 4 or len({len(q) for q in seqs}) != 1:
+                raise ValueError(
+                    f"plot_bands: line {name!r} of panel {title!r} must be (xs, mean, low, high) "
+                    f"of one length, got lengths {[len(q) for q in seqs]}"
+                )
     plt, fig, axes = _figure(len(panels))
     for ax, (title, lines) in zip(axes, panels.items()):
         for name, (xs, mean, low, high) in lines.items():
