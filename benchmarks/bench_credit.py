@@ -242,10 +242,10 @@ def main() -> None:
     )
     p.add_argument(
         "--envs",
-        nargs="+",
+        nargs="*",
         default=["credit-chain-3agent", "credit-chain-4agent", "credit-silent-3agent"],
     )
-    p.add_argument("--methods", nargs="+", default=["marft", "marft+token", "marft_shared", "ippo"])
+    p.add_argument("--methods", nargs="*", default=["marft", "marft+token", "marft_shared", "ippo"])
     p.add_argument("--single", default="marft", help="method for the 1-agent baseline; 'none'")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     p.add_argument("--iterations", type=int, default=30)
