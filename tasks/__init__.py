@@ -9,9 +9,9 @@ Imports only the standard library (pyarrow and ``datasets`` lazily, when needed)
 """
 
 # The built-in datasets register themselves when their modules are imported: generators and
-# math_loaders (math), code_loaders (humaneval, mbpp, code), competitive (livecodebench, apps,
-# codecontests).
-from tasks import code_loaders, competitive, generators, math_loaders  # noqa: F401
+# math_loaders (math), keys (the credit games), code_loaders (humaneval, mbpp, code), competitive
+# (livecodebench, apps, codecontests).
+from tasks import code_loaders, competitive, generators, keys, math_loaders  # noqa: F401
 from tasks.dataset import (
     DATA_DIR_ENV,
     Dataset,

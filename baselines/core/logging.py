@@ -18,7 +18,7 @@ import json
 import math
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -259,6 +259,49 @@ def plot_learning_curves(
         ax.grid(alpha=0.3)
         if any(label for label, _ in lines):
             ax.legend(fontsize=8)
+    return _save(plt, fig, out_png)
+
+
+def plot_bands(
+    panels: Mapping[str, Mapping[str, Sequence[Sequence[float]]]],
+    out_png: str | Path,
+    *,
+    xlabel: str = "episodes",
+    ylabel: str = "train/score",
+) -> Path:
+    """Mean curves with confidence bands: one panel per key of ``panels``, one line per run.
+
+    Args:
+        panels: ``{"credit-chain-3agent": {"marft": (xs, mean, low, high), ...}, ...}``; the
+            four sequences have one value per point and the band is drawn from low to high.
+        out_png: image to write.
+
+    Returns:
+        ``out_png`` as a Path.
+
+    Raises:
+        ValueError: no panel, or a line whose four sequences differ in length.
+    """
+    if not panels:
+        raise ValueError("plot_bands needs at least one panel")
+    for title, lines in panels.items():
+        for name, seqs in lines.items():
+            if len(seqs) != 4 or len({len(q) for q in seqs}) != 1:
+                raise ValueError(
+                    f"plot_bands: line {name!r} of panel {title!r} must be (xs, mean, low, high) "
+                    f"of one length, got lengths {[len(q) for q in seqs]}"
+                )
+    plt, fig, axes = _figure(len(panels))
+    # the grid may hold spare cells past the last panel (_figure hides them)
+    for ax, (title, lines) in zip(axes, panels.items(), strict=False):
+        for name, (xs, mean, low, high) in lines.items():
+            (line,) = ax.plot(xs, mean, label=name)
+            ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     return _save(plt, fig, out_png)
 
 

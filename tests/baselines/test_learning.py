@@ -1,9 +1,10 @@
-"""The learning bar: MARFT lifts a relay team from chance to >= 0.9 on CPU.
+"""The learning bar: MARFT lifts a credit game's team from chance to >= 0.9 on CPU, on 3 seeds.
 
-Only the sender sees the key and only the receiver is graded, so the team can only win if
-credit flows through the predecessor channel (the sender's message). The tiny model's
-vocabulary is the two key letters plus four special tokens; a receiver that ignores the
-sender can at best guess the key (1/2), and the untrained team is below that.
+``credit-chain-2agent`` (marft_envs.credit): only the sender sees the key and only the receiver
+is graded, so the team can only win if credit flows through the predecessor channel (the
+sender's message). The tiny model's vocabulary is the two key letters plus four special
+tokens; a receiver that ignores the sender can at best guess the key (1/2), and the untrained
+team is below that.
 
 Three seeds (model initialisation and training), not one picked seed: a referential game can
 lock into a protocol that confuses the keys, and the test must show MARFT escapes it.
@@ -12,20 +13,18 @@ lock into a protocol that confuses the keys, and the test must show MARFT escape
 import pytest
 
 from baselines.core.config import load_config
+from baselines.relay import RELAY_CONFIG, relay_model
 from baselines.trainer import Trainer
-from baselines.relay import RELAY_CONFIG, register_relay, relay_model
 
-KEYS = "AB"
+ENV_ID = "credit-chain-2agent"
 MAX_ITERATIONS = 60
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_marft_learns_the_relay(tmp_path, seed):
-    env_id = register_relay("relay-AB-2agent", keys=KEYS)
-    model = relay_model(tmp_path / "model", keys=KEYS, seed=seed)
-    cfg = load_config("marft", overrides=[f"env.id={env_id}", f"model.name={model}",
-                                          f"train.seed={seed}", *RELAY_CONFIG])
-    trainer = Trainer(cfg, tmp_path / "run")
+def test_marft_learns_the_credit_chain(tmp_path, seed):
+    model = relay_model(tmp_path / "model", keys="AB", seed=seed)
+    overrides = [f"env.id={ENV_ID}", f"model.name={model}", f"train.seed={seed}", *RELAY_CONFIG]
+    trainer = Trainer(load_config("marft", overrides=overrides), tmp_path / "run")
     scores = []
     for _ in range(MAX_ITERATIONS):
         scores.append(trainer.step()["train/score"])

@@ -13,6 +13,7 @@ from rich.console import Console
 from baselines.core.logging import (
     MetricsLogger,
     plot_learning_curves,
+    plot_bands,
     plot_side_by_side,
     read_jsonl,
 )
@@ -133,6 +134,18 @@ def test_plot_side_by_side(tmp_path):
     assert plot_side_by_side(runs, "rollout/team_reward", tmp_path / "one.png").is_file()
     with pytest.raises(ValueError, match="logged 'eval/score'"):
         plot_side_by_side(runs, "eval/score", tmp_path / "x.png")
+
+
+def test_plot_bands_draws_every_panel_and_refuses_ragged_lines(tmp_path):
+    line = ([16, 32, 48], [0.2, 0.5, 0.9], [0.1, 0.4, 0.8], [0.3, 0.6, 1.0])
+    panels = {"credit-chain-3agent": {"marft": line, "ippo": line}, "credit-chain-1agent": {"solo": line}}
+    out = plot_bands(panels, tmp_path / "bands.png")
+    assert out.is_file() and out.stat().st_size > 0
+    with pytest.raises(ValueError, match="'ippo' of panel 'credit-chain-3agent'.*\\[3, 3, 2, 3\\]"):
+        plot_bands({"credit-chain-3agent": {"ippo": (line[0], line[1], line[2][:2], line[3])}},
+                   tmp_path / "bad.png")
+    with pytest.raises(ValueError, match="at least one panel"):
+        plot_bands({}, tmp_path / "none.png")
 
 
 def test_format_line_numbers():

@@ -59,6 +59,9 @@ def test_presets_build_their_adapters_and_train(relay, tmp_path, preset, adapter
         assert 0.0 <= m[f"agent/{agent}/truncated_frac"] <= 1.0
         assert m[f"agent/{agent}/kl_ref"] >= 0.0 and m[f"agent/{agent}/adv_std"] >= 0.0
         assert f"agent/{agent}/adv_mean" in m
+    # every agent acts once in each of the 6 one-round episodes: the rollout's sampled tokens
+    sampled = sum(m[f"agent/{agent}/response_tokens"] * 6 for agent in tr.agents)
+    assert m["train/generated_tokens"] == pytest.approx(sampled)
     assert ("agent/sender_0/value_change" in m) == (preset != "ippo")  # centralized critic only
     for c in tr.critic_names:
         assert f"critic/{c}/value_loss" in m and m[f"critic/{c}/grad_norm"] > 0.0
