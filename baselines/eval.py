@@ -16,9 +16,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .cli import check_envs, describe, require_model
 from .core.config import Config, ConfigError, apply_overrides, load_config
+
+if TYPE_CHECKING:
+    from .core.trainer import EvalSet, Trainer
 
 
 class EvaluationError(RuntimeError):
@@ -56,6 +60,21 @@ def evaluate_trainer(
     """Play the evaluation set and write the bundle. Scores are over the gradable episodes;
     infrastructure errors are counted (``infra_errors``), and with no gradable episode at all
     :class:`EvaluationError` is raised and no bundle is written."""
+    eval_set = trainer.eval_set()
+    try:
+        episodes = trainer.play_eval(greedy=greedy)
+    finally:
+        trainer.close()
+    target = out or (run_dir or Path("runs")) / f"eval-{eval_set.env_id}"
+    return write_eval_bundle(trainer, eval_set, episodes, checkpoint, target)
+
+
+def write_eval_bundle(
+    trainer: Trainer, eval_set: EvalSet, episodes: list, checkpoint: Path | None, target: Path
+) -> tuple[dict, Path]:
+    """Score ``episodes`` (the plan of ``eval_set``, as :meth:`Trainer.play_eval` returns them)
+    and write their bundle to ``target`` (a .json file or a directory); returns the metrics and
+    the bundle's path. Raises :class:`EvaluationError` when no episode could be graded."""
     import marft_envs
     from leaderboard.schema import Bundle, write_bundle
 
@@ -63,11 +82,6 @@ def evaluate_trainer(
     from .methods import get_method
 
     cfg = trainer.cfg
-    eval_set = trainer.eval_set()
-    try:
-        episodes = trainer.play_eval(greedy=greedy)
-    finally:
-        trainer.close()
     env_id = eval_set.env_id
     m = eval_metrics(episodes, trainer.agents, prefix="eval")
     metrics = {
@@ -100,9 +114,7 @@ def evaluate_trainer(
     finally:
         env.close()
     metrics["grader_version"] = bundle.grader_version
-    target = out or (run_dir or Path("runs")) / f"eval-{env_id}"
-    path = write_bundle(bundle, target)
-    return metrics, path
+    return metrics, write_bundle(bundle, target)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
