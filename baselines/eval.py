@@ -36,7 +36,9 @@ def evaluate_run(
     return evaluate_trainer(*load_trainer(cfg, run_dir, out), run_dir, out, greedy)
 
 
-def load_trainer(cfg: Config, run_dir: Path | None, out: Path | None):
+def load_trainer(
+    cfg: Config, run_dir: Path | None, out: Path | None
+) -> tuple[Trainer, Path | None]:
     """The evaluated :class:`~baselines.core.trainer.Trainer` (environments and model resolved,
     the run's latest checkpoint loaded) and that checkpoint (``None``: an untrained model)."""
     from .core.checkpoint import latest_checkpoint
