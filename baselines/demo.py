@@ -110,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     trainer.on_evaluate.append(report)
     with MetricsLogger(out, console=False, jsonl=True, tensorboard=False) as logger:
         trainer.logger = logger
-        for row in trainer.train(progress=True):
+        for row in trainer.train(progress=sys.stderr.isatty()):
             if "train/score" in row:
                 print(
                     f"iteration {row['step']}/{cfg.train.iterations}: train score "
