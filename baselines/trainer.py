@@ -257,6 +257,9 @@ class Trainer:
         self.iteration = 0
         self.history: list[dict[str, Any]] = []
         self.logger = logger
+        # called as hook(iteration, episodes) after every evaluate(): what a caller needs to keep
+        # the evaluation transcripts of train() (a result bundle) without re-playing them
+        self.on_evaluate: list[Callable[[int, list[marft_envs.Episode]], None]] = []
 
     # ------------------------------------------------------------------ public API
 
@@ -438,9 +441,13 @@ class Trainer:
         """Play ``env.eval_episodes`` evaluation episodes; metrics ``<prefix>/score`` etc.
         (:func:`eval_metrics`: infrastructure errors are counted, not scored).
 
-        Runs under a forked RNG so evaluating never changes what training does next.
+        Runs under a forked RNG so evaluating never changes what training does next. Each hook of
+        :attr:`on_evaluate` then receives ``(iteration, episodes)``.
         """
-        return eval_metrics(self.play_eval(episodes, greedy), self.agents, prefix)
+        played = self.play_eval(episodes, greedy)
+        for hook in self.on_evaluate:
+            hook(self.iteration, played)
+        return eval_metrics(played, self.agents, prefix)
 
     def eval_set(self, episodes: int | None = None, seed: int = EVAL_SEED) -> EvalSet:
         """What an evaluation plays: every seed times the first ``size`` tasks of the evaluation

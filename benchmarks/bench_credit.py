@@ -112,7 +112,7 @@ def train_run(spec: RunSpec, base_overrides: tuple[str, ...]) -> RunResult:
     import torch
 
     from baselines.core.config import load_config
-    from baselines.core.trainer import Trainer
+    from baselines.trainer import Trainer
     from baselines.relay import FAST_CONFIG, relay_model
 
     torch.set_num_threads(1)

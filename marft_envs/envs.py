@@ -13,6 +13,8 @@ MATH_FAMILIES: dict[str, tuple[str, str, str]] = {
     "arith": ("arith", "test", "procedural arithmetic/algebra, no data needed"),
 }
 MATH_TEAMS: dict[int, str] = {2: "math-dual", 3: "math-trio", 4: "math-quartet"}
+#: arith level 0 (sums a + b, a, b in 0..20): the ids a 135M model learns on from a non-zero start
+SUM_TEAMS: dict[int, str] = {2: "sum-duo", 3: "sum-trio"}
 
 
 def register_math_envs() -> None:
@@ -37,6 +39,29 @@ def register_math_envs() -> None:
             )
 
 
+def register_sum_envs() -> None:
+    """``arith0-2agent`` and ``arith0-3agent``: arith level 0, worked-example role prompts."""
+    for n, workflow in SUM_TEAMS.items():
+        env_id = f"arith0-{n}agent"
+        if env_id in registry:
+            continue
+        register(
+            env_id,
+            "marft_envs.flexmg:FlexMGEnv",
+            kwargs={
+                "dataset": "arith",
+                "split": "test",
+                "dataset_kwargs": {"level": 0},
+                "workflow": workflow,
+                "verifier": "math",
+                "horizon": 1,
+                "feedback": "none",
+                "reward_to": "team",
+            },
+            description=f"arith level 0 (sums a + b, a, b in 0..20), no data needed; {workflow}",
+        )
+
+
 def register_builtin_envs() -> None:
     """Register every built-in id (idempotent)."""
     from .code.env import register_code_envs  # stdlib and core dependencies only
@@ -44,4 +69,5 @@ def register_builtin_envs() -> None:
 
     register_math_envs()
     register_credit_envs()
+    register_sum_envs()
     register_code_envs()

@@ -199,6 +199,33 @@ MATH_WORKFLOWS: tuple[Workflow, ...] = (
     ),
 )
 
+# Teams for arith level 0 (``arith0-*``): each role prompt shows its reply on a worked example,
+# because SmolLM2-135M follows a shown format far more often than a described one (greedy, the
+# untrained duo then answers a sizeable share of the sums right: a reward signal from the start).
+SUM_SOLVER = Role("solver", "You add two numbers. Example: for Compute 2 + 3. you reply: 2 + 3 = 5")
+SUM_CHECKER = Role(
+    "checker",
+    "You check a teammate's sum and write it correctly. Example: for Compute 2 + 3. you reply: "
+    "2 + 3 = 5",
+)
+SUM_ANSWERER = Role(
+    "answerer", "You give the final answer. Example: for Compute 2 + 3. you reply: 5"
+)
+SUM_WORKFLOWS: tuple[Workflow, ...] = (
+    Workflow(
+        "sum-duo",
+        (SUM_SOLVER, SUM_ANSWERER),
+        "math",
+        description="solver -> answerer, worked-example prompts",
+    ),
+    Workflow(
+        "sum-trio",
+        (SUM_SOLVER, SUM_CHECKER, SUM_ANSWERER),
+        "math",
+        description="solver -> checker -> answerer, worked-example prompts",
+    ),
+)
+
 _WORKFLOWS: dict[str, Workflow] = {}
 
 
@@ -229,5 +256,5 @@ def workflow_names() -> list[str]:
     return sorted(_WORKFLOWS)
 
 
-for _wf in MATH_WORKFLOWS:
+for _wf in (*MATH_WORKFLOWS, *SUM_WORKFLOWS):
     register_workflow(_wf)

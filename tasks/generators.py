@@ -8,11 +8,18 @@ Train and test never share a problem text, whatever the seeds: a problem belongs
 the split given by the parity of the sha256 of its prompt, and each item re-draws
 (from its own deterministic stream) until it lands in its split.
 
-Families (which appear from which level):
+Families (which appear at which level):
+    sum       ``a + b`` with ``a, b`` in 0..20                         level 0 only
     expr      integer expressions with + - * and parentheses        levels 1-5
     linear    solve a linear equation for x                          levels 1-5
     fraction  fraction arithmetic (+ - * /)                          levels 2-5
 Answers are exact (``fractions.Fraction``), as canonical strings: ``"7"``, ``"-3/4"``.
+
+Level 0 is the warm-up a small model can score on from the start (SmolLM2-135M answers some
+sums right untrained). Its space is small (441 sums, about 220 per split), so instead of
+independent draws, item ``i`` is the ``i``-th sum of a seeded permutation of the split's sums
+(cycling): the first ``n`` items are ``n`` distinct problems up to the split's size. It is
+never part of the mixed (``level=None``) draw, which mixes levels 1-5.
 """
 
 from __future__ import annotations
@@ -22,13 +29,16 @@ import operator
 import random
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 from typing import Union
 
 from tasks.dataset import Loaded, register_dataset
 from tasks.record import Task
 
-LEVELS = (1, 2, 3, 4, 5)
+LEVELS = (0, 1, 2, 3, 4, 5)
+MIXED_LEVELS = (1, 2, 3, 4, 5)  # what ``level=None`` mixes
+SUM_OPERANDS = range(21)  # level 0: a + b with a, b here
 SPLITS = ("train", "test")
 DEFAULT_SIZE = {"train": 10_000, "test": 1_000}
 _SPLIT_PARITY = {"test": 0, "train": 1}
@@ -177,12 +187,19 @@ def _linear(rng: random.Random, level: int) -> tuple[str, Fraction]:
     return f"Solve for x: {lhs} = {rhs}.{_EXACT if level >= 4 else ''}", x
 
 
-_FAMILIES = {"expr": (_expr, 1), "linear": (_linear, 1), "fraction": (_fraction, 2)}
+# family -> (generator, first level, last level)
+_FAMILIES = {
+    "expr": (_expr, 1, 5),
+    "linear": (_linear, 1, 5),
+    "fraction": (_fraction, 2, 5),
+}
 
 
 def families_for(level: int) -> tuple[str, ...]:
     """The problem families used at ``level``."""
-    return tuple(name for name, (_, first) in _FAMILIES.items() if level >= first)
+    if level == 0:
+        return ("sum",)
+    return tuple(name for name, (_, first, last) in _FAMILIES.items() if first <= level <= last)
 
 
 # ---------------------------------------------------------------- items and datasets
@@ -198,15 +215,64 @@ def _split_of(prompt: str) -> str:
     return next(s for s, p in _SPLIT_PARITY.items() if p == parity)
 
 
+def sum_prompt(a: int, b: int) -> str:
+    """The level-0 problem text of ``a + b``."""
+    return f"Compute {a} + {b}."
+
+
+@lru_cache(maxsize=64)
+def _sum_order(split: str, seed: int) -> tuple[tuple[int, int], ...]:
+    """The split's level-0 sums in the seeded order its items follow."""
+    pairs = [(a, b) for a in SUM_OPERANDS for b in SUM_OPERANDS]
+    mine = [p for p in pairs if _split_of(sum_prompt(*p)) == split]
+    _rng("arith-sum", split, seed).shuffle(mine)
+    return tuple(mine)
+
+
+def _sum_task(split: str, seed: int, index: int) -> tuple[str, Fraction]:
+    order = _sum_order(split, seed)
+    a, b = order[index % len(order)]
+    return sum_prompt(a, b), Fraction(a + b)
+
+
 def _check(split: str, seed: int, index: int, level: int | None) -> None:
     if split not in SPLITS:
         raise ValueError(f"arith: split must be one of {SPLITS}, got {split!r}")
     if level is not None and level not in LEVELS:
-        raise ValueError(f"arith: level must be one of {LEVELS} or None (mixed), got {level!r}")
+        raise ValueError(
+            f"arith: level must be one of {LEVELS} or None (levels {MIXED_LEVELS} mixed), "
+            f"got {level!r}"
+        )
     if not isinstance(seed, int) or not isinstance(index, int) or index < 0:
         raise ValueError(
             f"arith: seed must be an int and index an int >= 0, got {seed!r}, {index!r}"
         )
+
+
+def _make_task(
+    split: str,
+    seed: int,
+    index: int,
+    level: int | None,
+    lvl: int,
+    family: str,
+    prompt: str,
+    answer: Fraction,
+) -> Task:
+    return Task(
+        id=f"arith/{split}/s{seed}/{'mix' if level is None else f'L{level}'}/{index:06d}",
+        kind="math",
+        prompt=prompt,
+        answer=str(answer),
+        metadata={
+            "source": "arith",
+            "split": split,
+            "seed": seed,
+            "index": index,
+            "level": lvl,
+            "family": family,
+        },
+    )
 
 
 def arith_task(split: str, seed: int, index: int, level: int | None = None) -> Task:
@@ -215,9 +281,12 @@ def arith_task(split: str, seed: int, index: int, level: int | None = None) -> T
     A pure function of its arguments. Id: ``arith/<split>/s<seed>/<L<level>|mix>/<index:06d>``.
     """
     _check(split, seed, index, level)
+    if level == 0:
+        prompt, answer = _sum_task(split, seed, index)
+        return _make_task(split, seed, index, level, 0, "sum", prompt, answer)
     for attempt in range(_MAX_ATTEMPTS):
         rng = _rng("arith", split, seed, level, index, attempt)
-        lvl = level if level is not None else rng.choice(LEVELS)
+        lvl = level if level is not None else rng.choice(MIXED_LEVELS)
         family = rng.choice(families_for(lvl))
         try:
             prompt, answer = _FAMILIES[family][0](rng, lvl)
@@ -229,20 +298,7 @@ def arith_task(split: str, seed: int, index: int, level: int | None = None) -> T
             or _split_of(prompt) != split
         ):
             continue
-        return Task(
-            id=f"arith/{split}/s{seed}/{'mix' if level is None else f'L{level}'}/{index:06d}",
-            kind="math",
-            prompt=prompt,
-            answer=str(answer),
-            metadata={
-                "source": "arith",
-                "split": split,
-                "seed": seed,
-                "index": index,
-                "level": lvl,
-                "family": family,
-            },
-        )
+        return _make_task(split, seed, index, level, lvl, family, prompt, answer)
     raise RuntimeError(
         f"arith: no valid item for {(split, seed, index, level)} in {_MAX_ATTEMPTS} draws"
     )
@@ -275,6 +331,6 @@ register_dataset(
     needs_data=False,
     description=(
         "Procedural arithmetic and linear equations, seeded per item, "
-        "levels 1-5 (size=, seed=, level=)"
+        "levels 0-5 (size=, seed=, level=)"
     ),
 )

@@ -9,7 +9,7 @@ import torch
 from baselines import at_grpo, magrpo
 from baselines import eval as eval_cli
 from baselines.core.config import ConfigError, load_config
-from baselines.core.trainer import Trainer
+from baselines.trainer import Trainer
 from baselines.relay import register_relay, relay_model
 
 BASE = ["model.max_new_tokens=1", "env.num_envs=4", "train.episodes_per_iteration=8",

@@ -9,7 +9,7 @@ of all sampled branches (``group/reward_mean``), which is what a plain sampled t
 import pytest
 
 from baselines.core.config import load_config
-from baselines.core.trainer import Trainer
+from baselines.trainer import Trainer
 from baselines.relay import RELAY_CONFIG, register_relay, relay_model
 
 KEYS = "AB"

@@ -15,6 +15,17 @@ def test_every_math_id_is_registered():
             assert f"{family}-{n}agent" in marft_envs.registry
 
 
+def test_arith0_ids_are_level_0_sums_graded_by_the_math_verifier():
+    teams = {2: ["solver_0", "answerer_1"], 3: ["solver_0", "checker_1", "answerer_2"]}
+    for n, agents in teams.items():
+        spec = marft_envs.spec(f"arith0-{n}agent")
+        assert spec.kwargs["verifier"] == "math" and spec.kwargs["dataset_kwargs"] == {"level": 0}
+        env = marft_envs.make(spec.id)
+        assert env.possible_agents == agents
+        assert {t.metadata["family"] for t in env.unwrapped.dataset} == {"sum"}
+        assert env.unwrapped.dataset.split == "test"
+
+
 def test_make_returns_aec_env_with_role_named_agents():
     env = marft_envs.make("arith-3agent")
     assert isinstance(env, FlexMGEnv)

@@ -4,7 +4,7 @@ from fractions import Fraction
 import pytest
 
 import tasks
-from tasks.generators import LEVELS, arith_task, families_for
+from tasks.generators import LEVELS, MIXED_LEVELS, SUM_OPERANDS, arith_task, families_for
 
 
 def _eval(expr: str) -> Fraction:
@@ -47,7 +47,7 @@ def test_answers_are_exact(level):
 def test_every_family_and_level_appears():
     ds = tasks.load("arith", "test", size=400, seed=1)
     seen = {(t.metadata["level"], t.metadata["family"]) for t in ds}
-    assert seen == {(lvl, f) for lvl in LEVELS for f in families_for(lvl)}
+    assert seen == {(lvl, f) for lvl in MIXED_LEVELS for f in families_for(lvl)}
 
 
 def test_determinism_and_per_item_independence():
@@ -95,3 +95,17 @@ def test_defaults_and_bad_arguments():
         arith_task("dev", 0, 0)
     with pytest.raises(ValueError, match="index an int >= 0"):
         arith_task("test", 0, -1)
+
+
+def test_level_0_sums_are_distinct_per_split_and_disjoint():
+    train, test = (tasks.load("arith", s, seed=3, level=0) for s in ("train", "test"))
+    every = {f"Compute {a} + {b}." for a in SUM_OPERANDS for b in SUM_OPERANDS}
+    train_p, test_p = {t.prompt for t in train}, {t.prompt for t in test}
+    assert train_p | test_p == every and not train_p & test_p
+    n = len(test_p)
+    assert len({t.prompt for t in test.tasks[:n]}) == n  # the first n items are n distinct sums
+    assert test[n].prompt == test[0].prompt  # then the order cycles
+    assert arith_task("test", 3, 17, 0) == test[17] and test[17].id == "arith/test/s3/L0/000017"
+    other = tasks.load("arith", "test", seed=4, level=0)
+    assert [t.prompt for t in other.tasks[:20]] != [t.prompt for t in test.tasks[:20]]
+    assert all(t.metadata["family"] == "sum" for t in test)
