@@ -40,6 +40,7 @@ LAYERS: dict[str, set[str]] = {
         "marft_envs",
         "tasks",
         "leaderboard.schema",  # result bundles (the 'baselines' extra declares pydantic)
+        "leaderboard.regrade",  # the demo re-grades its bundles (schema + marft_envs only)
     },
 }
 
