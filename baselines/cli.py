@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from .core.config import (
     GROUP_METHODS,
@@ -151,6 +152,50 @@ def describe(cfg: Config) -> str:
         + (f" eval_env={cfg.env.eval_id}" if cfg.env.eval_id else "")
         + (f" out={cfg.train.out}" if cfg.train.out else "")
     )
+
+
+#: The description ``python -m baselines.<method> --help`` shows, per method module.
+DESCRIPTIONS: dict[str, str] = {
+    "marft": (
+        "MARFT: one LoRA adapter per agent on one base model, a centralized critic, sequential "
+        "advantages."
+    ),
+    "marft_shared": (
+        "MARFT-shared: one LoRA adapter shared by all agents, a centralized critic, sequential "
+        "advantages."
+    ),
+    "ippo": (
+        "IPPO: one LoRA adapter and one critic per agent; each critic sees only its agent's "
+        "observation."
+    ),
+    "at_grpo": (
+        "AT-GRPO: no critic; tree sampling (K branches per problem, turn and agent from one "
+        "copied state), group-relative advantages; one LoRA adapter per agent "
+        "(algo.method=at_grpo_shared: one shared adapter)."
+    ),
+    "magrpo": (
+        "MAGRPO: no critic; K joint episodes per problem, group-relative advantages on the team "
+        "reward; one LoRA adapter per agent (algo.method=magrpo_shared: one shared adapter)."
+    ),
+}
+
+
+class MethodMain(Protocol):
+    """``main(argv=None) -> exit code`` of a method module."""
+
+    def __call__(self, argv: Sequence[str] | None = None) -> int: ...
+
+
+def method_main(preset: str) -> MethodMain:
+    """The ``main(argv)`` of ``python -m baselines.<preset>``: :func:`train_main` with the
+    preset's description (:data:`DESCRIPTIONS`)."""
+    if preset not in DESCRIPTIONS:
+        raise ValueError(f"no method module {preset!r}; the methods are {sorted(DESCRIPTIONS)}")
+
+    def main(argv: Sequence[str] | None = None) -> int:
+        return train_main(preset, DESCRIPTIONS[preset], argv)
+
+    return main
 
 
 def train_main(preset: str, description: str, argv: Sequence[str] | None = None) -> int:

@@ -1,20 +1,9 @@
 """``python -m baselines.ippo``: IPPO: one LoRA adapter and one critic per agent; each critic sees
-only
-its agent's observation."""
+only its agent's observation."""
 
-import sys
+from .cli import method_main
 
-from .cli import train_main
-
-DESCRIPTION = (
-    "IPPO: one LoRA adapter and one critic per agent; each critic sees only its agent's "
-    "observation."
-)
-
-
-def main(argv=None) -> int:
-    return train_main("ippo", DESCRIPTION, argv)
-
+main = method_main("ippo")
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

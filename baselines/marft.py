@@ -1,19 +1,9 @@
 """``python -m baselines.marft``: MARFT: one LoRA adapter per agent on one base model, a centralized
 critic, sequential advantages."""
 
-import sys
+from .cli import method_main
 
-from .cli import train_main
-
-DESCRIPTION = (
-    "MARFT: one LoRA adapter per agent on one base model, a centralized critic, sequential "
-    "advantages."
-)
-
-
-def main(argv=None) -> int:
-    return train_main("marft", DESCRIPTION, argv)
-
+main = method_main("marft")
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -3,7 +3,10 @@
 # that finds something stops the run with its findings and the command that fixes them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python}
+# PYTHON, else the checkout's .venv (no activated virtualenv needed, as in services.sh), else python
+if [ -n "${PYTHON:-}" ]; then PY=$PYTHON
+elif [ -x .venv/bin/python ]; then PY=.venv/bin/python
+else PY=python; fi
 PACKAGES=(marft_envs baselines tasks leaderboard)
 # Not formatted yet (docs/contributing.md): checked for defects only, pyflakes and bugbear.
 OTHERS=(tests benchmarks examples scripts)

@@ -559,7 +559,8 @@ def python3_solutions(rec: Record) -> list[str]:
     """The record's correct Python 3 solutions (for tests and benchmarks; never in a `Task`)."""
     sols = rec.get("solutions") or {}
     langs, codes = sols.get("language") or [], sols.get("solution") or []
-    return [c for lang, c in zip(langs, codes, strict=True) if lang == _CC_PYTHON3]
+    # Unchecked upstream lists: an unmatched trailing entry is dropped, as it always was.
+    return [c for lang, c in zip(langs, codes, strict=False) if lang == _CC_PYTHON3]
 
 
 def load_codecontests(

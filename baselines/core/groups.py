@@ -155,7 +155,8 @@ def tree_rollout(
     K = group_size
     timer = _TimedGenerator(generator)
     generator = timer
-    for env, (seed, task_id) in zip(envs, problems, strict=True):
+    # a pool larger than the problems is allowed (checked above): its extra envs stay unused
+    for env, (seed, task_id) in zip(envs, problems, strict=False):
         env.reset(seed=seed, options={"task_id": task_id})
     active = list(range(len(problems)))
     counters = [0] * len(problems)

@@ -1,5 +1,6 @@
 """The method entry points: smoke runs, resume, evaluation bundles and clear errors on bad input."""
 
+import importlib
 import json
 import subprocess
 import sys
@@ -8,7 +9,7 @@ import pytest
 
 from baselines import eval as eval_cli
 from baselines import ippo, marft
-from baselines.cli import build_parser
+from baselines.cli import DESCRIPTIONS, build_parser, method_main
 
 SMALL = ["model.max_new_tokens=8", "env.num_envs=2", "train.episodes_per_iteration=2",
          "env.eval_episodes=2", "train.log=[jsonl]"]
@@ -91,3 +92,19 @@ def test_help_documents_every_config_field():
     text = build_parser("python -m baselines.marft", "MARFT").format_help()
     for key in ("--env", "--resume", "algo.lr", "algo.agent_by_agent", "model.lora_r", "train.iterations"):
         assert key in text
+
+
+@pytest.mark.parametrize("method", sorted(DESCRIPTIONS))
+def test_every_method_module_runs_with_its_own_description(method, capsys):
+    module = importlib.import_module(f"baselines.{method}")
+    with pytest.raises(SystemExit) as done:
+        module.main(["--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert f"python -m baselines.{method}" in out
+    assert " ".join(DESCRIPTIONS[method].split()[:4]) in " ".join(out.split())
+
+
+def test_method_main_names_the_methods_for_an_unknown_one():
+    with pytest.raises(ValueError, match="no method module 'mappo'; the methods are"):
+        method_main("mappo")

@@ -124,6 +124,17 @@ def test_tree_rollout_rejects_bad_arguments():
         tree_rollout(_envs(2), Scripted(), lambda a: a, PROBLEMS, K, SAMPLING)
 
 
+def test_tree_rollout_leaves_environments_beyond_the_problems_unused():
+    # "one environment per problem" is a minimum: a larger pool is accepted and its extra
+    # environments are never reset or stepped
+    envs = _envs(4)
+    batch = tree_rollout(envs, Scripted(), lambda a: a, PROBLEMS, K, SAMPLING)
+    same = tree_rollout(_envs(3), Scripted(), lambda a: a, PROBLEMS, K, SAMPLING)
+    assert [e.task_id for e in batch.rollout.episodes] == [p[1] for p in PROBLEMS]
+    assert [s.action_ids for s in batch.samples] == [s.action_ids for s in same.samples]
+    assert envs[3].agents == []  # never reset
+
+
 def test_magrpo_groups_are_problems_even_when_two_share_a_task():
     register_relay(ENV, keys="ABCD")
     venv = marft_envs.make_vec(ENV, num_envs=2, seed=0)

@@ -322,3 +322,9 @@ def test_codecontests_from_hub_parquet_shards(tmp_path, sb):
     task = tasks.load("codecontests", data_dir=tmp_path).by_id("codecontests/1548_A")
     assert len(task.io_tests) == 5 and task.metadata["time_limit"] == 2.5
     assert check(python3_solutions(CC_RECORD)[0], task, sandbox=sb, extract=False).outcome == "pass"
+
+
+def test_python3_solutions_of_unmatched_upstream_lists_drop_the_unmatched_tail():
+    # the lint fix-up's zip(strict=True) made this a bare ValueError; it never was one
+    rec = {"solutions": {"language": [3, 2, 3, 3], "solution": ["a", "b", "c"]}}
+    assert python3_solutions(rec) == ["a", "c"]

@@ -44,6 +44,11 @@ LAYERS: dict[str, set[str]] = {
     },
 }
 
+#: The deep-learning stack the environment packages never import (DESIGN.md: a user who only
+#: wants the environments installs no torch), function-local imports included.
+NO_DEEP_LEARNING = {"torch", "transformers", "peft", "trl", "vllm"}
+LIGHT_PACKAGES = ("tasks", "marft_envs")
+
 
 #: expression -> why it may touch a private attribute of another object (keyed by expression, not
 #: file, so splitting a module does not stale the list).
@@ -176,6 +181,17 @@ def test_no_module_imports_upward():
 def test_no_module_imports_a_private_name_of_another():
     _, private = violations()
     assert not private, "private names imported across modules:\n" + "\n".join(private)
+
+
+def test_the_environment_packages_never_import_the_deep_learning_stack():
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: imports {target}"
+        for path in sources()
+        if module_name(path).split(".")[0] in LIGHT_PACKAGES
+        for line, target, _ in imports(path)
+        if target.split(".")[0] in NO_DEEP_LEARNING
+    ]
+    assert not found, "the environments must stay torch-free:\n" + "\n".join(found)
 
 
 def test_no_import_cycles():

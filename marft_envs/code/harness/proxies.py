@@ -90,29 +90,20 @@ class _Pending:
         return "<pending>"
 
 
+#: The comparison and arithmetic operators both proxies take (each adds its own below).
+_COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+_ARITHMETIC = ("add", "radd", "sub", "rsub", "mul", "rmul")
+_DIVISION = ("truediv", "rtruediv", "floordiv", "rfloordiv", "mod", "rmod")
+
+
 def _absorb(self: Any, *args: Any) -> Any:
     return PENDING
 
 
-for _op in [
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
-    "add",
-    "radd",
-    "sub",
-    "rsub",
-    "mul",
-    "rmul",
-    "truediv",
-    "rtruediv",
-    "floordiv",
-    "rfloordiv",
-    "mod",
-    "rmod",
+for _op in (
+    *_COMPARISONS,
+    *_ARITHMETIC,
+    *_DIVISION,
     "pow",
     "rpow",
     "and",
@@ -135,7 +126,7 @@ for _op in [
     "trunc",
     "floor",
     "ceil",
-]:
+):
     setattr(_Pending, f"__{_op}__", _absorb)
 
 #: The placeholder value of an unresolved call.
@@ -194,25 +185,10 @@ class RemoteName:
         return self._value()[key]
 
 
-for _op in [
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
-    "add",
-    "radd",
-    "sub",
-    "rsub",
-    "mul",
-    "rmul",
-    "truediv",
-    "rtruediv",
-    "floordiv",
-    "rfloordiv",
-    "mod",
-    "rmod",
+for _op in (
+    *_COMPARISONS,
+    *_ARITHMETIC,
+    *_DIVISION,
     "neg",
     "pos",
     "abs",
@@ -220,7 +196,7 @@ for _op in [
     "index",
     "float",
     "int",
-]:
+):
     setattr(RemoteName, f"__{_op}__", _forward(_op))
 
 
