@@ -225,10 +225,10 @@ def tree_rollout(
 
 def _select(branches: list[_Branch], select: str) -> _Branch:
     """The branch to continue along: the first, or the best by score (ties: the first
-    sampled); infrastructure-error branches only when every branch is one."""
-    if select == "first":
-        return branches[0]
+    sampled); either way infrastructure-error branches only when every branch is one."""
     usable = [b for b in branches if not b.infra] or branches
+    if select == "first":
+        return usable[0]
     return max(usable, key=lambda b: (b.score, -b.k))
 
 
