@@ -288,7 +288,14 @@ def _group_batch(
             continue
         e = len(episodes)
         episodes.append(episode)
-        turns.append([dataclasses.replace(s, episode=e) for s in main[p]])
+        # the played turns' rewards are the episode's own: a selected branch was scored by a
+        # continuation the episode did not play (its later agents act afresh from it)
+        turns.append(
+            [
+                dataclasses.replace(s, episode=e, reward=float(turn.reward))
+                for s, turn in zip(main[p], episode.turns, strict=True)
+            ]
+        )
     stats = {
         "episodes": float(len(episodes)),
         "infra_errors": float(infra),

@@ -96,6 +96,12 @@ def test_the_episode_continues_from_the_selected_branch_not_the_last_one_played(
     assert all(e.correct for e in batch.rollout.episodes)
     # the played episode's turns are the selected branches, in order
     assert [len(t) for t in batch.rollout.turns] == [2, 2, 2]
+    # and carry the episode's rewards: problem 2's sender branch "A" was scored 0 by its
+    # continuation, but the episode it started was won (the receiver then said D)
+    for samples, episode in zip(batch.rollout.turns, batch.rollout.episodes, strict=True):
+        assert [s.text for s in samples] == [t.action for t in episode.turns]
+        assert [s.reward for s in samples] == [t.reward for t in episode.turns]
+    assert [s.reward for s in batch.rollout.turns[2]] == [1.0, 1.0]
 
 
 def test_first_branch_selection_and_separate_groups_per_round():
