@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch
 
 from baselines.core.config import GROUP_METHODS, load_config
-from baselines.trainer import Trainer
 from baselines.relay import RELAY_CONFIG, register_relay, relay_model
+from baselines.trainer import Trainer
 
 K = 4
 

@@ -61,7 +61,7 @@ def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int
     import torch
 
     import marft_envs
-    from baselines.core import trainer as trainer_module
+    from baselines import trainer as trainer_module
     from baselines.core.config import load_config
     from baselines.trainer import Trainer
     from marft_envs import Role, Workflow

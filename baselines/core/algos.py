@@ -409,10 +409,11 @@ def group_relative_advantages(
     """GRPO's group-relative advantages: each reward minus its group's mean, optionally divided
     by the group's standard deviation.
 
-    ``A_i = (r_i - mean_{g(i)}) / (std_{g(i)} + eps)`` with the population std (``ddof=0``, as
-    in DeepSeekMath's GRPO and TRL's ``GRPOTrainer``: it uses ``std`` over the group); with
-    ``scale_by_std=False`` (Dr.GRPO) ``A_i = r_i - mean_{g(i)}``. A group whose rewards all tie
-    gives 0 advantages either way.
+    ``A_i = (r_i - mean_{g(i)}) / (std_{g(i)} + eps)`` with the sample std (Bessel-corrected,
+    ``ddof=1``: ``torch.std``'s default, which both references call: verl's
+    ``compute_grpo_outcome_advantage``, the GRPO that PettingLLMs' AT-GRPO runs, and TRL's
+    ``GRPOTrainer``); with ``scale_by_std=False`` (Dr.GRPO; CoMLRL's MAGRPO default)
+    ``A_i = r_i - mean_{g(i)}``. A group whose rewards all tie gives 0 advantages either way.
 
     Args:
         rewards: ``[B]`` one scalar reward per sample.
@@ -449,7 +450,7 @@ def group_relative_advantages(
             continue
         g = r[idx]
         centred = g - g.mean()
-        std = g.std(unbiased=False)
+        std = g.std()  # ddof=1, as verl and TRL
         if scale_by_std and std > 0:  # a tie stays 0 (no 0/0 with eps=0)
             centred = centred / (std + eps)
         out[idx] = centred

@@ -226,10 +226,10 @@ def tree_rollout(
 
 def _select(branches: list[_Branch], select: str) -> _Branch:
     """The branch to continue along: the first, or the best by score (ties: the first
-    sampled); infrastructure-error branches only when every branch is one."""
-    if select == "first":
-        return branches[0]
+    sampled); either way infrastructure-error branches only when every branch is one."""
     usable = [b for b in branches if not b.infra] or branches
+    if select == "first":
+        return usable[0]
     return max(usable, key=lambda b: (b.score, -b.k))
 
 
@@ -289,7 +289,14 @@ def _group_batch(
             continue
         e = len(episodes)
         episodes.append(episode)
-        turns.append([dataclasses.replace(s, episode=e) for s in main[p]])
+        # the played turns' rewards are the episode's own: a selected branch was scored by a
+        # continuation the episode did not play (its later agents act afresh from it)
+        turns.append(
+            [
+                dataclasses.replace(s, episode=e, reward=float(turn.reward))
+                for s, turn in zip(main[p], episode.turns, strict=True)
+            ]
+        )
     stats = {
         "episodes": float(len(episodes)),
         "infra_errors": float(infra),

@@ -9,8 +9,8 @@ import torch
 from baselines import at_grpo, magrpo
 from baselines import eval as eval_cli
 from baselines.core.config import ConfigError, load_config
-from baselines.trainer import Trainer
 from baselines.relay import register_relay, relay_model
+from baselines.trainer import Trainer
 
 BASE = ["model.max_new_tokens=1", "env.num_envs=4", "train.episodes_per_iteration=8",
         "algo.group_size=4", "env.eval_episodes=4", "algo.minibatch_size=8", "algo.lr=1e-2",
@@ -109,3 +109,10 @@ def test_shared_variant_runs_from_its_module_and_other_methods_are_refused(tmp_p
     assert at_grpo.main(args + ["--out", str(tmp_path / "s"), "algo.method=at_grpo_shared", *SMALL]) == 0
     assert at_grpo.main(args + ["--out", str(tmp_path / "m"), "algo.method=magrpo", *SMALL]) == 2
     assert "run python -m baselines.magrpo instead" in capsys.readouterr().err
+
+
+def test_presets_normalise_advantages_as_their_sources():
+    # AT-GRPO runs verl's GRPO (std on); CoMLRL's MAGRPO subtracts the group mean only
+    assert load_config("at_grpo").algo.scale_by_std is True
+    assert load_config("magrpo").algo.scale_by_std is False
+    assert load_config("magrpo", overrides=["algo.scale_by_std=true"]).algo.scale_by_std is True

@@ -17,10 +17,12 @@ GROUPS = ["a"] * 4 + ["b"] * 4
 
 
 def test_std_normalised_advantages_by_hand():
-    # a: mean 0.5, population std 0.5 -> +-1; b: mean 0.75, std sqrt(0.1875) = 0.4330127
+    # the sample std (ddof=1, torch.std's default, as verl's GRPO under PettingLLMs and TRL):
+    # a: mean 0.5, std sqrt(4 * 0.25 / 3) = sqrt(1/3) -> +-0.5 / sqrt(1/3) = +-0.8660254;
+    # b: mean 0.75, std sqrt((3 * 0.0625 + 0.5625) / 3) = 0.5 -> 0.5, 0.5, 0.5, -1.5
     adv = group_relative_advantages(REWARDS, GROUPS, eps=0.0)
-    s = math.sqrt(0.1875)
-    expected = [1, -1, -1, 1, 0.25 / s, 0.25 / s, 0.25 / s, -0.75 / s]
+    s = math.sqrt(1 / 3)
+    expected = [0.5 / s, -0.5 / s, -0.5 / s, 0.5 / s, 0.5, 0.5, 0.5, -1.5]
     assert adv.tolist() == pytest.approx(expected, abs=1e-6)
     # the default eps only nudges the scale
     assert group_relative_advantages(REWARDS, GROUPS).tolist() == pytest.approx(expected, abs=1e-5)
@@ -32,9 +34,9 @@ def test_without_std_normalisation_the_group_mean_is_subtracted_only():
 
 
 def test_groups_are_keyed_not_positional_and_ties_give_zero():
-    # interleaved keys: x = [2, 4] (mean 3, std 1), y = [5, 5] (a tie: no signal)
+    # interleaved keys: x = [2, 4] (mean 3, std sqrt(2)), y = [5, 5] (a tie: no signal)
     adv = group_relative_advantages(torch.tensor([2.0, 5.0, 4.0, 5.0]), ["x", "y", "x", "y"], eps=0)
-    assert adv.tolist() == pytest.approx([-1.0, 0.0, 1.0, 0.0])
+    assert adv.tolist() == pytest.approx([-1 / math.sqrt(2), 0.0, 1 / math.sqrt(2), 0.0])
     # tuple keys as AT-GRPO uses them: (problem, turn, agent)
     keys = [(0, 0, "s"), (0, 0, "s"), (0, 0, "r"), (0, 0, "r")]
     adv = group_relative_advantages(torch.tensor([1.0, 0.0, 3.0, 1.0]), keys, scale_by_std=False)
@@ -46,7 +48,7 @@ def test_a_group_of_one_is_an_error_or_zero_by_choice():
     with pytest.raises(ValueError, match=r"group \('p', 1, 'receiver_1'\) holds one sample"):
         group_relative_advantages(rewards, keys)
     adv = group_relative_advantages(rewards, keys, singletons="zero", eps=0)
-    assert adv.tolist() == pytest.approx([1.0, -1.0, 0.0])
+    assert adv.tolist() == pytest.approx([1 / math.sqrt(2), -1 / math.sqrt(2), 0.0])
     with pytest.raises(ValueError, match="one group key each"):
         group_relative_advantages(rewards, ["a", "a"])
 

@@ -9,7 +9,7 @@ import pytest
 import marft_envs
 from baselines.core.generation import Generation, SamplingSpec
 from baselines.core.groups import group_advantages, joint_rollout, tree_rollout
-from baselines.relay import register_relay
+from baselines.relay import RELAY_WORKFLOW, RelayVerifier, register_relay, relay_dataset
 
 ENV = "relay-ABCD-groups"
 K = 3
@@ -96,6 +96,12 @@ def test_the_episode_continues_from_the_selected_branch_not_the_last_one_played(
     assert all(e.correct for e in batch.rollout.episodes)
     # the played episode's turns are the selected branches, in order
     assert [len(t) for t in batch.rollout.turns] == [2, 2, 2]
+    # and carry the episode's rewards: problem 2's sender branch "A" was scored 0 by its
+    # continuation, but the episode it started was won (the receiver then said D)
+    for samples, episode in zip(batch.rollout.turns, batch.rollout.episodes, strict=True):
+        assert [s.text for s in samples] == [t.action for t in episode.turns]
+        assert [s.reward for s in samples] == [t.reward for t in episode.turns]
+    assert [s.reward for s in batch.rollout.turns[2]] == [1.0, 1.0]
 
 
 def test_first_branch_selection_and_separate_groups_per_round():
@@ -150,3 +156,44 @@ def test_magrpo_groups_are_problems_even_when_two_share_a_task():
         assert s.episode == u
     with pytest.raises(ValueError, match="distinct"):
         joint_rollout(venv, Scripted(), lambda a: a, [(1, "relay-A"), (1, "relay-B")], 2, SAMPLING)
+
+
+class _InfraOnA:
+    """The relay's grading, except that the response "A" cannot be checked (an
+    infrastructure error, as a sandbox that failed to start would report)."""
+
+    name = "relay-infra"
+
+    def grade(self, response, task):
+        from marft_envs import Verdict
+
+        if response.strip() == "A":
+            return Verdict(correct=False, answer=None, reason="infra", score=0.0, infra_error=True)
+        return RelayVerifier().grade(response, task)
+
+    def feedback(self, response, task, verdict, mode):
+        return ""
+
+
+def test_first_selection_skips_infrastructure_error_branches():
+    # branch 0 of the sender says "A", whose round cannot be graded: select="first" must not
+    # continue along it (the episode would end in an infrastructure error and be dropped)
+    env_id = "relay-ABCD-infra"
+    if env_id not in marft_envs.registry:
+        marft_envs.register(
+            env_id,
+            "marft_envs.flexmg:FlexMGEnv",
+            kwargs={
+                "dataset": relay_dataset("ABCD"),
+                "workflow": RELAY_WORKFLOW,
+                "verifier": _InfraOnA(),
+                "feedback": "none",
+            },
+        )
+    envs = [marft_envs.make(env_id)]
+    batch = tree_rollout(envs, Scripted(), lambda a: a, [(0, "relay-B")], K, SAMPLING, "first")
+    assert batch.stats["infra_errors"] == 0.0
+    (episode,) = batch.rollout.episodes
+    assert [t.action for t in episode.turns] == ["B", "B"] and episode.correct
+    # the sender's infrastructure-error branch is not trained on (the receiver's say B, B, D)
+    assert sorted(s.agent for s in batch.samples) == ["receiver_1"] * 3 + ["sender_0"] * 2
