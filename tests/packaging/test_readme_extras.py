@@ -20,7 +20,7 @@ OWN = re.compile(r"^marft[-_]envs\[([^\]]+)\]$")
 
 
 def requirement_names(reqs: list[str]) -> set[str]:
-    """The package names of ``reqs``; the package's own ``marft-envs[a,b]`` gives ``a`` and ``b``."""
+    """The package names of ``reqs``; the package's own ``marft-envs[a,b]`` gives a and b."""
     names: set[str] = set()
     for req in reqs:
         own = OWN.match(req.replace(" ", ""))
