@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ SKIP_KINDS = ("gpu", "network", "slow")
 #: what a block may need: the test provides it (docs/docs_tests.md)
 NEEDS = {
     "checkout": "runs in the checkout's root, not a temporary directory (repository paths)",
+    "copy": "runs in a copy of the checkout, first on PYTHONPATH (a block that writes into it)",
     "docker": "a Docker daemon and the sandbox image (scripts/services.sh)",
     "env-server": "`marft-envs serve math-3agent` running at the block's 127.0.0.1:8000",
     "bundle": "a result bundle of math-3agent at runs/marft-1/eval-math-3agent/",
@@ -96,6 +98,7 @@ marft-envs() {{
     if [ "${{1:-}}" = serve ]; then docs_serve "$PY" -m marft_envs.cli "$@"
     else "$PY" -m marft_envs.cli "$@"; fi
 }}
+ruff() {{ "$PY" -m ruff "$@"; }}
 marft-leaderboard() {{
     if [ "${{1:-}}" = serve ]; then docs_serve "$PY" -m leaderboard.cli "$@"
     else "$PY" -m leaderboard.cli "$@"; fi
@@ -220,8 +223,10 @@ def env_server(tmp_path_factory):
     log = tmp / "server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "marft_envs.cli", "serve", "math-3agent"]
-            + ["--port", str(port), "--max-sessions", "64"],
+            [
+                *(sys.executable, "-m", "marft_envs.cli", "serve", "math-3agent"),
+                *("--port", str(port), "--max-sessions", "64"),
+            ],
             cwd=tmp,
             env=block_env(),
             stdout=out,
@@ -240,16 +245,34 @@ def env_server(tmp_path_factory):
             proc.wait()
 
 
-def block_env(**extra: str) -> dict[str, str]:
-    """The environment of a block: this checkout first on PYTHONPATH, the benchmark data, and
-    this interpreter as scripts/services.sh's PYTHON (a worktree has no .venv of its own)."""
+def block_env(root: Path = REPO, **extra: str) -> dict[str, str]:
+    """The environment of a block: ``root`` (this checkout) first on PYTHONPATH, the benchmark
+    data, this interpreter as scripts/services.sh's PYTHON (a worktree has no .venv of its own),
+    and one torch/OpenMP thread unless OMP_NUM_THREADS is set: the blocks' tiny models are too
+    small to gain from threads, and on a loaded machine the spinning threads made a smoke run
+    1.5-2x slower (docs/docs_tests.md)."""
     return {
         **os.environ,
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
         "PYTHON": sys.executable,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
         "MARFT_DATA_DIR": os.environ.get("MARFT_DATA_DIR", str(REPO.parent / "shared" / "data")),
         **extra,
     }
+
+
+def copy_checkout(dest: Path) -> Path:
+    """Copy this checkout's files (tracked, and untracked ones git does not ignore) to ``dest``."""
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (REPO / name).is_file():  # a file deleted but not yet staged is still listed
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, dest / name)
+    return dest
 
 
 def write_bundle_at(root: Path) -> None:
@@ -350,11 +373,13 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path, request: pytest.FixtureR
                 pytest.fail(f"{message} (MARFT_REQUIRE_SANDBOXES is set)", pytrace=False)
             pytest.skip(message)
     port = request.getfixturevalue("env_server") if "env-server" in snippet.needs else free_port()
-    cwd = REPO if "checkout" in snippet.needs else tmp_path
+    root = copy_checkout(tmp_path / "checkout") if "copy" in snippet.needs else REPO
+    cwd = root if {"checkout", "copy"} & set(snippet.needs) else tmp_path
     if "bundle" in snippet.needs:
         write_bundle_at(cwd)
     code = snippet.code.replace(DOCUMENTED_HOST, f"127.0.0.1:{port}")
     env = block_env(
+        root,
         DOCS_PORT=str(port),
         DOCS_TMP=str(tmp_path),
         MARFT_LEADERBOARD_URL=f"http://127.0.0.1:{port}",
