@@ -98,7 +98,6 @@ marft-envs() {{
     if [ "${{1:-}}" = serve ]; then docs_serve "$PY" -m marft_envs.cli "$@"
     else "$PY" -m marft_envs.cli "$@"; fi
 }}
-ruff() {{ "$PY" -m ruff "$@"; }}
 marft-leaderboard() {{
     if [ "${{1:-}}" = serve ]; then docs_serve "$PY" -m leaderboard.cli "$@"
     else "$PY" -m leaderboard.cli "$@"; fi
