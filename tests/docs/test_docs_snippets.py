@@ -51,6 +51,9 @@ COMMAND = re.compile(
 #: the documented servers' address; each block gets a free loopback port in its place
 DOCUMENTED_HOST = "127.0.0.1:8000"
 HELPER = Path(__file__).with_name("docs_services.py")
+#: seconds a block may run: under pytest-timeout's 300 s (pyproject.toml), so a block that runs
+#: too long fails with its own output instead of pytest's bare timeout
+BLOCK_TIMEOUT_S = 280
 BUNDLE_DIR = Path("runs/marft-1/eval-math-3agent")
 #: appended to every `python -m baselines.{marft,marft_shared,ippo,eval}` of a bash block
 SMALL = (
@@ -282,7 +285,9 @@ def write_bundle_at(root: Path) -> None:
     write_bundle(play_bundle("math-3agent", n_tasks=2), root / BUNDLE_DIR)
 
 
-def run_to_the_end(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
+def run_to_the_end(
+    cmd: list[str], cwd: Path, env: dict[str, str], timeout_s: float = BLOCK_TIMEOUT_S
+) -> tuple[int, str, str]:
     """Run ``cmd`` in its own process group; whatever it left running is stopped afterwards,
     also when it fails or times out (a background server, a Ray cluster)."""
     proc = subprocess.Popen(
@@ -296,11 +301,11 @@ def run_to_the_end(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[int,
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=600)
+        out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        err += "\n[docs test: killed after 600 s]"
+        err += f"\n[docs test: killed after {timeout_s:g} s]"
     finally:
         stop_group(proc.pid)
     return proc.returncode, out, err
@@ -347,6 +352,15 @@ def test_a_documented_server_is_stopped_when_its_block_fails(tmp_path):
     assert returncode == 1, err
     assert not running(int((tmp_path / "server.pid").read_text()))
     assert not answers(f"http://127.0.0.1:{port}/")
+
+
+def test_a_block_past_its_time_limit_fails_with_its_output_and_leaves_nothing(tmp_path):
+    script = tmp_path / "slow.sh"
+    script.write_text('echo started\nsleep 120 &\necho "$!" > child.pid\nsleep 120\n')
+    returncode, out, err = run_to_the_end(["bash", str(script)], tmp_path, block_env(), 3)
+    assert returncode != 0
+    assert "started" in out and "killed after 3 s" in err
+    assert not running(int((tmp_path / "child.pid").read_text()))
 
 
 def test_a_server_that_exits_fails_its_block_with_its_log(tmp_path):
