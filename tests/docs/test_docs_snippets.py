@@ -197,8 +197,8 @@ def test_a_marker_applies_to_the_next_fence_only(tmp_path):
 
 
 def test_list_the_skipped_snippets(capsys):
-    skipped = [s for s in ALL if s.skip]
-    kinds = Counter(s.skip[0] for s in skipped if s.skip)
+    skipped = [(s, s.skip) for s in ALL if s.skip]
+    kinds = Counter(kind for _, (kind, _) in skipped)
     needs = Counter(n for s in ALL if not s.skip for n in s.needs)
     with capsys.disabled():
         print(
@@ -206,8 +206,8 @@ def test_list_the_skipped_snippets(capsys):
             f"{len(skipped)} skipped ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}); "
             f"run with: {', '.join(f'{k} {n}' for k, n in sorted(needs.items()))}"
         )
-        for s in skipped:
-            print(f"  skipped {s.id} [{s.skip[0]}] {s.skip[1]}")
+        for s, (kind, reason) in skipped:
+            print(f"  skipped {s.id} [{kind}] {reason}")
     assert ALL
 
 
