@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ SKIP_KINDS = ("gpu", "network", "slow")
 #: what a block may need: the test provides it (docs/docs_tests.md)
 NEEDS = {
     "checkout": "runs in the checkout's root, not a temporary directory (repository paths)",
+    "copy": "runs in a copy of the checkout, first on PYTHONPATH (a block that writes into it)",
     "docker": "a Docker daemon and the sandbox image (scripts/services.sh)",
     "env-server": "`marft-envs serve math-3agent` running at the block's 127.0.0.1:8000",
     "bundle": "a result bundle of math-3agent at runs/marft-1/eval-math-3agent/",
@@ -49,6 +51,9 @@ COMMAND = re.compile(
 #: the documented servers' address; each block gets a free loopback port in its place
 DOCUMENTED_HOST = "127.0.0.1:8000"
 HELPER = Path(__file__).with_name("docs_services.py")
+#: seconds a block may run: under pytest-timeout's 300 s (pyproject.toml), so a block that runs
+#: too long fails with its own output instead of pytest's bare timeout
+BLOCK_TIMEOUT_S = 280
 BUNDLE_DIR = Path("runs/marft-1/eval-math-3agent")
 #: appended to every `python -m baselines.{marft,marft_shared,ippo,eval}` of a bash block
 SMALL = (
@@ -192,8 +197,8 @@ def test_a_marker_applies_to_the_next_fence_only(tmp_path):
 
 
 def test_list_the_skipped_snippets(capsys):
-    skipped = [s for s in ALL if s.skip]
-    kinds = Counter(s.skip[0] for s in skipped if s.skip)
+    skipped = [(s, s.skip) for s in ALL if s.skip]
+    kinds = Counter(kind for _, (kind, _) in skipped)
     needs = Counter(n for s in ALL if not s.skip for n in s.needs)
     with capsys.disabled():
         print(
@@ -201,8 +206,8 @@ def test_list_the_skipped_snippets(capsys):
             f"{len(skipped)} skipped ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}); "
             f"run with: {', '.join(f'{k} {n}' for k, n in sorted(needs.items()))}"
         )
-        for s in skipped:
-            print(f"  skipped {s.id} [{s.skip[0]}] {s.skip[1]}")
+        for s, (kind, reason) in skipped:
+            print(f"  skipped {s.id} [{kind}] {reason}")
     assert ALL
 
 
@@ -220,8 +225,10 @@ def env_server(tmp_path_factory):
     log = tmp / "server.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "marft_envs.cli", "serve", "math-3agent"]
-            + ["--port", str(port), "--max-sessions", "64"],
+            [
+                *(sys.executable, "-m", "marft_envs.cli", "serve", "math-3agent"),
+                *("--port", str(port), "--max-sessions", "64"),
+            ],
             cwd=tmp,
             env=block_env(),
             stdout=out,
@@ -240,16 +247,34 @@ def env_server(tmp_path_factory):
             proc.wait()
 
 
-def block_env(**extra: str) -> dict[str, str]:
-    """The environment of a block: this checkout first on PYTHONPATH, the benchmark data, and
-    this interpreter as scripts/services.sh's PYTHON (a worktree has no .venv of its own)."""
+def block_env(root: Path = REPO, **extra: str) -> dict[str, str]:
+    """The environment of a block: ``root`` (this checkout) first on PYTHONPATH, the benchmark
+    data, this interpreter as scripts/services.sh's PYTHON (a worktree has no .venv of its own),
+    and one torch/OpenMP thread unless OMP_NUM_THREADS is set: the blocks' tiny models are too
+    small to gain from threads, and on a loaded machine the spinning threads made a smoke run
+    1.5-2x slower (docs/docs_tests.md)."""
     return {
         **os.environ,
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"),
         "PYTHON": sys.executable,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
         "MARFT_DATA_DIR": os.environ.get("MARFT_DATA_DIR", str(REPO.parent / "shared" / "data")),
         **extra,
     }
+
+
+def copy_checkout(dest: Path) -> Path:
+    """Copy this checkout's files (tracked, and untracked ones git does not ignore) to ``dest``."""
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (REPO / name).is_file():  # a file deleted but not yet staged is still listed
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, dest / name)
+    return dest
 
 
 def write_bundle_at(root: Path) -> None:
@@ -260,7 +285,9 @@ def write_bundle_at(root: Path) -> None:
     write_bundle(play_bundle("math-3agent", n_tasks=2), root / BUNDLE_DIR)
 
 
-def run_to_the_end(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
+def run_to_the_end(
+    cmd: list[str], cwd: Path, env: dict[str, str], timeout_s: float = BLOCK_TIMEOUT_S
+) -> tuple[int, str, str]:
     """Run ``cmd`` in its own process group; whatever it left running is stopped afterwards,
     also when it fails or times out (a background server, a Ray cluster)."""
     proc = subprocess.Popen(
@@ -274,11 +301,11 @@ def run_to_the_end(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[int,
         start_new_session=True,
     )
     try:
-        out, err = proc.communicate(timeout=600)
+        out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        err += "\n[docs test: killed after 600 s]"
+        err += f"\n[docs test: killed after {timeout_s:g} s]"
     finally:
         stop_group(proc.pid)
     return proc.returncode, out, err
@@ -327,6 +354,15 @@ def test_a_documented_server_is_stopped_when_its_block_fails(tmp_path):
     assert not answers(f"http://127.0.0.1:{port}/")
 
 
+def test_a_block_past_its_time_limit_fails_with_its_output_and_leaves_nothing(tmp_path):
+    script = tmp_path / "slow.sh"
+    script.write_text('echo started\nsleep 120 &\necho "$!" > child.pid\nsleep 120\n')
+    returncode, out, err = run_to_the_end(["bash", str(script)], tmp_path, block_env(), 3)
+    assert returncode != 0
+    assert "started" in out and "killed after 3 s" in err
+    assert not running(int((tmp_path / "child.pid").read_text()))
+
+
 def test_a_server_that_exits_fails_its_block_with_its_log(tmp_path):
     (tmp_path / "server.py").write_text(SERVER)
     returncode, out, err = run_block(tmp_path, 'docs_serve "$PY" server.py --fail\necho after\n', 1)
@@ -350,11 +386,13 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path, request: pytest.FixtureR
                 pytest.fail(f"{message} (MARFT_REQUIRE_SANDBOXES is set)", pytrace=False)
             pytest.skip(message)
     port = request.getfixturevalue("env_server") if "env-server" in snippet.needs else free_port()
-    cwd = REPO if "checkout" in snippet.needs else tmp_path
+    root = copy_checkout(tmp_path / "checkout") if "copy" in snippet.needs else REPO
+    cwd = root if {"checkout", "copy"} & set(snippet.needs) else tmp_path
     if "bundle" in snippet.needs:
         write_bundle_at(cwd)
     code = snippet.code.replace(DOCUMENTED_HOST, f"127.0.0.1:{port}")
     env = block_env(
+        root,
         DOCS_PORT=str(port),
         DOCS_TMP=str(tmp_path),
         MARFT_LEADERBOARD_URL=f"http://127.0.0.1:{port}",

@@ -1,6 +1,7 @@
 """The labelled equivalence set: zero false "equal" verdicts and high accuracy."""
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -40,3 +41,12 @@ def test_accuracy(verdicts):
     wrong = [(r["category"], r["gold"], r["prediction"][-80:], v.reason)
              for r, v in zip(ROWS, verdicts) if v.correct != r["equal"]]
     assert len(wrong) <= 0.03 * len(ROWS), wrong
+
+
+def test_the_docs_state_the_sets_size():
+    # docs/math_verifier.md once said 184 negatives after the set had grown to 189 (issue 18)
+    page = (Path(__file__).resolve().parents[2] / "docs" / "math_verifier.md").read_text()
+    stated = re.search(r"math_equivalence\.jsonl`: (\d+) hand-written rows .*?\((\d+) negatives\)",
+                       page, re.S)
+    assert stated, "docs/math_verifier.md no longer states the labelled set's size"
+    assert (int(stated[1]), int(stated[2])) == (len(ROWS), sum(not r["equal"] for r in ROWS))
