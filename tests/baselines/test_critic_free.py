@@ -9,8 +9,8 @@ import torch
 from baselines import at_grpo, magrpo
 from baselines import eval as eval_cli
 from baselines.core.config import ConfigError, load_config
-from baselines.core.trainer import Trainer
 from baselines.relay import register_relay, relay_model
+from baselines.trainer import Trainer
 
 BASE = ["model.max_new_tokens=1", "env.num_envs=4", "train.episodes_per_iteration=8",
         "algo.group_size=4", "env.eval_episodes=4", "algo.minibatch_size=8", "algo.lr=1e-2",

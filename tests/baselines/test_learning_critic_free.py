@@ -9,8 +9,8 @@ of all sampled branches (``group/reward_mean``), which is what a plain sampled t
 import pytest
 
 from baselines.core.config import load_config
-from baselines.core.trainer import Trainer
 from baselines.relay import RELAY_CONFIG, register_relay, relay_model
+from baselines.trainer import Trainer
 
 KEYS = "AB"
 MAX_ITERATIONS = 40
