@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Protocol
 
 from .core.config import (
-    GROUP_METHODS,
     Config,
     ConfigError,
     apply_file,
@@ -26,6 +25,7 @@ from .core.config import (
     config_help,
     load_config,
 )
+from .methods import preset_of
 
 
 def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -211,7 +211,7 @@ def train_main(preset: str, description: str, argv: Sequence[str] | None = None)
         cfg, out = resolve_config(preset, args)
         # a critic-free preset also runs its shared-adapter variant (at_grpo_shared, ...)
         wanted = cfg.algo.method
-        module = wanted.removesuffix("_shared") if wanted in GROUP_METHODS else wanted
+        module = preset_of(wanted)
         if module != preset:
             raise ConfigError(
                 f"algo.method={wanted!r} but this is baselines.{preset}; "

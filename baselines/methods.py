@@ -89,3 +89,35 @@ def get_method(name: str) -> MethodSpec:
         return METHODS[name]
     except KeyError:
         raise ValueError(f"unknown method {name!r}; valid: {sorted(METHODS)}") from None
+
+
+def preset_of(method: str) -> str:
+    """The config preset (and ``baselines.<module>``) that runs ``method``: a critic-free
+    method's shared-adapter variant runs from its preset (``at_grpo_shared`` -> ``at_grpo``)."""
+    spec = get_method(method)
+    return spec.grouping if spec.grouping is not None else spec.name
+
+
+def equal_compute_overrides(
+    method: str, episodes: int, agents: int, group_size: int = 4
+) -> list[str]:
+    """Overrides giving ``method`` the generated responses per iteration of ``episodes`` PPO
+    episodes of ``agents`` turns (one round each; docs/baselines.md, "Comparing at equal compute").
+
+    A PPO method plays ``episodes``; MAGRPO plays them as ``episodes / group_size`` problems x K;
+    AT-GRPO generates ``K n (n + 1) / 2`` responses per problem (branches plus the round's
+    continuations), so it gets ``round(2 episodes / (K (n + 1)))`` problems, at least one.
+    """
+    spec = get_method(method)
+    if agents < 1:
+        raise ValueError(f"agents must be >= 1 (the team size), got {agents}")
+    if spec.grouping is None:
+        return [f"train.episodes_per_iteration={episodes}"]
+    if spec.grouping == MAGRPO:
+        problems = episodes // group_size
+    else:
+        problems = max(1, round(2 * episodes / (group_size * (agents + 1))))
+    return [
+        f"algo.group_size={group_size}",
+        f"train.episodes_per_iteration={problems * group_size}",
+    ]

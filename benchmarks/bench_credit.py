@@ -1,27 +1,34 @@
-"""Credit-assignment games: MARFT (action and token level), MARFT-shared, IPPO and one agent.
+"""Credit-assignment games: MARFT (action and token level), MARFT-shared, IPPO, AT-GRPO, MAGRPO
+and one agent.
 
     PYTHONPATH=. python benchmarks/bench_credit.py [--envs ID ...] [--methods marft marft+token ...]
         [--single marft] [--seeds 0 1 2 3 4] [--iterations 30] [--ablation ENV] [--jobs 2]
-        [--out runs/bench_credit] [key=value ...]
+        [--group-size 4] [--out runs/bench_credit] [key=value ...]
 
 Every method trains on every ``--envs`` id (``marft_envs.credit``) on the same seeds (the seed
 initialises the tiny model of ``baselines.relay.relay_model`` and the training), with
 ``baselines.relay.FAST_CONFIG`` plus any ``key=value`` overrides, for a fixed number of
 iterations (no early stop, so every curve has every point). A method is a name from
 ``baselines.methods.METHODS``; ``NAME+token`` trains it with token-level advantages
-(``algo.level=token``). ``--single`` trains that method on ``credit-chain-1agent``, where one
-agent sees the key and answers: the single-agent baseline shared by every game ("is a team
-needed?"). ``--ablation ENV`` trains ``--ablation-methods`` on ENV with prescribed roles and
-with ``roles=False``, on a model that keeps the role prompts' seat marks
-(``marft_envs.credit.ROLE_MARKS``).
+(``algo.level=token``). The critic-free methods (``at_grpo``, ``magrpo`` and their ``_shared``
+variants) get the PPO methods' generated responses per iteration, in groups of
+``--group-size`` (``baselines.methods.equal_compute_overrides``). ``--single`` trains that
+method on ``credit-chain-1agent``, where one agent sees the key and answers: the single-agent
+baseline shared by every game ("is a team needed?"). ``--ablation ENV`` trains
+``--ablation-methods`` on ENV with prescribed roles and with ``roles=False``, on a model that
+keeps the role prompts' seat marks (``marft_envs.credit.ROLE_MARKS``).
 
 Prints, per environment and method: the final greedy evaluation score (every key once) and the
 mean training score of the last 3 iterations, each as mean and 95% t-interval over seeds; the
 episodes played until the first iteration whose training score reached 0.9 (median over the
-seeds that did, and how many never did); the tokens generated in training (mean per run); and
-wall time per run. Writes ``results.json`` (every run: per-iteration score, episodes, tokens),
-``curves.csv`` and ``curves.png`` (mean training score with 95% bands against episodes).
-Each run is one process with one torch thread; ``--jobs`` runs that many at once.
+seeds that did, and how many never did) and the generated tokens until then (median); the
+tokens generated in training (mean per run, ``train/generated_tokens``: AT-GRPO's unselected
+branches and continuations included); and wall time per run. AT-GRPO's training score is read
+along its best-of-K branches, so its "to 0.9" columns are optimistic: compare it by the greedy
+score. Writes ``results.json`` (every run: per-iteration score, episodes, tokens),
+``curves.csv`` and ``curves.png`` (mean training score with 95% bands against generated tokens,
+the axis on which every method spends the same). Each run is one process with one torch
+thread; ``--jobs`` runs that many at once.
 """
 
 from __future__ import annotations
@@ -41,7 +48,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from baselines.methods import get_method
+import marft_envs
+from baselines.methods import equal_compute_overrides, get_method, preset_of
 from marft_envs.credit import ROLE_MARKS
 
 SINGLE_ENV = "credit-chain-1agent"
@@ -65,6 +73,7 @@ class RunSpec:
     iterations: int
     overrides: tuple[str, ...] = ()
     marks: str = ""
+    group_size: int = 4  # K of the critic-free methods
 
 
 @dataclass
@@ -101,9 +110,18 @@ def mean_ci(values: list[float]) -> tuple[float, float]:
 
 def episodes_to_target(result: RunResult, target: float = TARGET) -> float | None:
     """Episodes played up to the first iteration whose training score reached ``target``."""
-    for score, episodes in zip(result.scores, result.episodes):
+    return _at_target(result, result.episodes, target)
+
+
+def tokens_to_target(result: RunResult, target: float = TARGET) -> float | None:
+    """Tokens generated up to the first iteration whose training score reached ``target``."""
+    return _at_target(result, result.tokens, target)
+
+
+def _at_target(result: RunResult, axis: list[float], target: float) -> float | None:
+    for score, x in zip(result.scores, axis, strict=True):
         if score >= target:
-            return episodes
+            return x
     return None
 
 
@@ -112,8 +130,8 @@ def train_run(spec: RunSpec, base_overrides: tuple[str, ...]) -> RunResult:
     import torch
 
     from baselines.core.config import load_config
-    from baselines.trainer import Trainer
     from baselines.relay import FAST_CONFIG, relay_model
+    from baselines.trainer import Trainer
 
     torch.set_num_threads(1)
     result = RunResult(spec)
@@ -128,7 +146,15 @@ def train_run(spec: RunSpec, base_overrides: tuple[str, ...]) -> RunResult:
             *base_overrides,
             *spec.overrides,
         ]
-        trainer = Trainer(load_config(spec.method, overrides=overrides), Path(tmp) / "run")
+        # the PPO methods' episodes per iteration fix the budget every method gets
+        episodes = load_config("marft", overrides=overrides).train.episodes_per_iteration
+        agents = len(marft_envs.make(spec.env_id).possible_agents)
+        overrides += [
+            f"algo.method={spec.method}",
+            *equal_compute_overrides(spec.method, episodes, agents, spec.group_size),
+        ]
+        cfg = load_config(preset_of(spec.method), overrides=overrides)
+        trainer = Trainer(cfg, Path(tmp) / "run")
         episodes = tokens = 0.0
         for _ in range(spec.iterations):
             m = trainer.step()
@@ -163,7 +189,7 @@ def plan_runs(args: argparse.Namespace) -> list[RunSpec]:
                     (f"{method} roles={roles}", method, args.ablation, extra, ROLE_MARKS)
                 )
     return [
-        RunSpec(label, method, env_id, seed, args.iterations, extra, marks)
+        RunSpec(label, method, env_id, seed, args.iterations, extra, marks, args.group_size)
         for seed in args.seeds
         for label, method, env_id, extra, marks in variants
     ]
@@ -183,7 +209,8 @@ def summarise(results: list[RunResult]) -> list[str]:
         groups.setdefault((group_key(r.spec), r.spec.label), []).append(r)
     header = (
         f"{'environment':46s} {'method':24s} {'final greedy':>15s} {'last-3 train':>15s} "
-        f"{'episodes to 0.9':>22s} {'tokens/run':>10s} {'wall s/run':>10s}"
+        f"{'episodes to 0.9':>22s} {'tokens to 0.9':>13s} {'tokens/run':>10s} "
+        f"{'wall s/run':>10s}"
     )
     lines = [header]
     for (group, label), runs in groups.items():
@@ -192,9 +219,11 @@ def summarise(results: list[RunResult]) -> list[str]:
         reached = [e for e in (episodes_to_target(r) for r in runs) if e is not None]
         median = f"{statistics.median(reached):.0f}" if reached else "-"
         never = len(runs) - len(reached)
+        tokens = [t for t in (tokens_to_target(r) for r in runs) if t is not None]
+        tokens_median = f"{statistics.median(tokens):.0f}" if tokens else "-"
         lines.append(
             f"{group:46s} {label:24s} {final:7.3f} ± {f_ci:5.3f} {last:7.3f} ± {l_ci:5.3f} "
-            f"{median:>8s} (never {never}/{len(runs)}) "
+            f"{median:>8s} (never {never}/{len(runs)}) {tokens_median:>13s} "
             f"{statistics.fmean(r.tokens[-1] for r in runs):10.0f} "
             f"{statistics.fmean(r.wall_s for r in runs):10.1f}"
         )
@@ -218,7 +247,7 @@ def write_outputs(results: list[RunResult], out: Path) -> Path:
         w = csv.writer(f)
         w.writerow(["env", "label", "seed", "iteration", "episodes", "score", "tokens"])
         for r in results:
-            for i, (s, e, t) in enumerate(zip(r.scores, r.episodes, r.tokens)):
+            for i, (s, e, t) in enumerate(zip(r.scores, r.episodes, r.tokens, strict=True)):
                 w.writerow([r.spec.env_id, r.spec.label, r.spec.seed, i + 1, e, s, t])
     panels: dict[str, dict[str, list[list[float]]]] = {}
     by_line: dict[tuple[str, str], list[RunResult]] = {}
@@ -226,14 +255,14 @@ def write_outputs(results: list[RunResult], out: Path) -> Path:
         by_line.setdefault((group_key(r.spec), r.spec.label), []).append(r)
     for (group, label), runs in by_line.items():
         points = [mean_ci([r.scores[i] for r in runs]) for i in range(len(runs[0].scores))]
-        xs = runs[0].episodes
+        xs = [statistics.fmean(r.tokens[i] for r in runs) for i in range(len(runs[0].tokens))]
         panels.setdefault(group, {})[label] = [
             xs,
             [m for m, _ in points],
             [m - h for m, h in points],
             [m + h for m, h in points],
         ]
-    return plot_bands(panels, out / "curves.png", xlabel="training episodes")
+    return plot_bands(panels, out / "curves.png", xlabel="generated tokens")
 
 
 def main() -> None:
@@ -252,6 +281,7 @@ def main() -> None:
     p.add_argument("--ablation", default="credit-silent-3agent", help="env for roles=False; ''")
     p.add_argument("--ablation-methods", nargs="+", default=["marft_shared", "marft"])
     p.add_argument("--jobs", type=int, default=2, help="runs at once (one process each)")
+    p.add_argument("--group-size", type=int, default=4, help="K of the critic-free methods")
     p.add_argument("--out", default="runs/bench_credit")
     p.add_argument(
         "--from-results",

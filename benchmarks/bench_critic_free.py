@@ -27,26 +27,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch
 
-from baselines.core.config import GROUP_METHODS, load_config
+from baselines.core.config import load_config
+from baselines.methods import equal_compute_overrides, preset_of
 from baselines.relay import RELAY_CONFIG, register_relay, relay_model
 from baselines.trainer import Trainer
 
 K = 4
 
 
-def sizing(method: str, episodes: int, agents: int) -> list[str]:
-    """Overrides giving ``method`` the generated responses per iteration of ``episodes``
-    PPO episodes of ``agents`` turns (horizon 1)."""
-    if method not in GROUP_METHODS:
-        return [f"train.episodes_per_iteration={episodes}"]
-    if method.startswith("magrpo"):
-        return [f"algo.group_size={K}", f"train.episodes_per_iteration={episodes}"]
-    problems = max(1, round(2 * episodes / (K * (agents + 1))))
-    return [f"algo.group_size={K}", f"train.episodes_per_iteration={problems * K}"]
-
-
 def run(method: str, seed: int, args, env_id: str) -> dict:
-    preset = method.removesuffix("_shared") if method in GROUP_METHODS else method
+    preset = preset_of(method)
     with tempfile.TemporaryDirectory() as tmp:
         model = relay_model(Path(tmp) / "model", keys=args.keys, seed=seed)
         overrides = [
@@ -55,7 +45,7 @@ def run(method: str, seed: int, args, env_id: str) -> dict:
             f"train.seed={seed}",
             *RELAY_CONFIG,
             f"algo.method={method}",
-            *sizing(method, 32, 2),
+            *equal_compute_overrides(method, 32, 2, K),
             *args.overrides,
         ]
         trainer = Trainer(load_config(preset, overrides=overrides), Path(tmp) / "run")
