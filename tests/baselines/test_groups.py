@@ -9,7 +9,8 @@ import pytest
 import marft_envs
 from baselines.core.generation import Generation, SamplingSpec
 from baselines.core.groups import group_advantages, joint_rollout, tree_rollout
-from baselines.relay import RELAY_WORKFLOW, RelayVerifier, register_relay, relay_dataset
+from baselines.relay import RELAY_WORKFLOW, register_relay, relay_dataset
+from marft_envs.credit import ExactVerifier
 
 ENV = "relay-ABCD-groups"
 K = 3
@@ -55,7 +56,7 @@ def _groups(batch):
     return out
 
 
-PROBLEMS = [(0, "relay-B"), (1, "relay-A"), (2, "relay-D")]
+PROBLEMS = [(0, "key-B"), (1, "key-A"), (2, "key-D")]
 
 
 def test_tree_groups_hold_k_branches_of_one_prompt_per_problem_turn_and_agent():
@@ -91,8 +92,8 @@ def test_the_episode_continues_from_the_selected_branch_not_the_last_one_played(
     episodes = {e.task_id: e for e in batch.rollout.episodes}
     # problem 2's receiver branches scored [0, 0, 1] (it says D on branch 2): D is selected
     assert [r for _, r in groups[(2, 0, "receiver_1")]] == [0.0, 0.0, 1.0]
-    assert [t.action for t in episodes["relay-D"].turns] == ["A", "D"]
-    assert [t.action for t in episodes["relay-B"].turns] == ["B", "B"]
+    assert [t.action for t in episodes["key-D"].turns] == ["A", "D"]
+    assert [t.action for t in episodes["key-B"].turns] == ["B", "B"]
     assert all(e.correct for e in batch.rollout.episodes)
     # the played episode's turns are the selected branches, in order
     assert [len(t) for t in batch.rollout.turns] == [2, 2, 2]
@@ -144,7 +145,7 @@ def test_tree_rollout_leaves_environments_beyond_the_problems_unused():
 def test_magrpo_groups_are_problems_even_when_two_share_a_task():
     register_relay(ENV, keys="ABCD")
     venv = marft_envs.make_vec(ENV, num_envs=2, seed=0)
-    problems = [(10, "relay-A"), (11, "relay-A"), (12, "relay-B")]
+    problems = [(10, "key-A"), (11, "key-A"), (12, "key-B")]
     batch = joint_rollout(venv, Scripted(), lambda a: a, problems, 2, SAMPLING)
     assert len(batch.rollout.episodes) == 6
     assert sorted(batch.groups) == [0, 0, 1, 1, 2, 2]  # problems 0 and 1 are separate groups
@@ -155,7 +156,7 @@ def test_magrpo_groups_are_problems_even_when_two_share_a_task():
     for s, u in zip(batch.samples, batch.units):
         assert s.episode == u
     with pytest.raises(ValueError, match="distinct"):
-        joint_rollout(venv, Scripted(), lambda a: a, [(1, "relay-A"), (1, "relay-B")], 2, SAMPLING)
+        joint_rollout(venv, Scripted(), lambda a: a, [(1, "key-A"), (1, "key-B")], 2, SAMPLING)
 
 
 class _InfraOnA:
@@ -169,7 +170,7 @@ class _InfraOnA:
 
         if response.strip() == "A":
             return Verdict(correct=False, answer=None, reason="infra", score=0.0, infra_error=True)
-        return RelayVerifier().grade(response, task)
+        return ExactVerifier().grade(response, task)
 
     def feedback(self, response, task, verdict, mode):
         return ""
@@ -191,7 +192,7 @@ def test_first_selection_skips_infrastructure_error_branches():
             },
         )
     envs = [marft_envs.make(env_id)]
-    batch = tree_rollout(envs, Scripted(), lambda a: a, [(0, "relay-B")], K, SAMPLING, "first")
+    batch = tree_rollout(envs, Scripted(), lambda a: a, [(0, "key-B")], K, SAMPLING, "first")
     assert batch.stats["infra_errors"] == 0.0
     (episode,) = batch.rollout.episodes
     assert [t.action for t in episode.turns] == ["B", "B"] and episode.correct
