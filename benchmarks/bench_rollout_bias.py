@@ -25,7 +25,7 @@ from baselines.core.generation import Generation, SamplingSpec
 from baselines.core.rollout import collect
 from baselines.relay import register_relay
 
-SHORT = "relay-A"
+SHORT = "key-A"
 
 
 def answer(agent: str, user: str) -> str:

@@ -123,11 +123,12 @@ def test_batch_is_the_first_episodes_to_start_not_the_first_to_finish():
         assert len(ro.episodes) == 48 and all(ep.turns for ep in ro.episodes)
         rounds = [max(t.round for t in turns) + 1 for turns in ro.turns]
         assert set(rounds) == {1, 3}  # every episode was played to its end
-        short_in_batch += [ep.task_id == "relay-A" for ep in ro.episodes]
+        short_in_batch += [ep.task_id == "key-A" for ep in ro.episodes]
         # started but never played: the environments' current episodes beyond the first 48
-        short_started += short_in_batch[-48:] + [env.task.id == "relay-A" for env in venv.envs]
+        short_started += short_in_batch[-48:] + [env.task.id == "key-A" for env in venv.envs]
     frac_batch = sum(short_in_batch) / len(short_in_batch)
     frac_started = sum(short_started) / len(short_started)
+    assert 0.2 < frac_started < 0.8, frac_started  # both keys are played (the ids are right)
     # the first-to-finish rule gave ~0.71 here (benchmarks/bench_rollout_bias.py)
     assert abs(frac_batch - frac_started) < 0.05, (frac_batch, frac_started)
 
