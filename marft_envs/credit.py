@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from tasks import Task
 
-from .registry import register, registry
+from .registry import register_team_env
 from .verdict import Verdict
 from .verifiers import register_verifier, verdict_feedback
 from .workflow import Role, Workflow, register_workflow, workflow_names
@@ -106,19 +106,11 @@ def register_credit_envs() -> None:
         if wf.name not in workflow_names():
             register_workflow(wf)
     for env_id, wf in zip(credit_env_ids(), credit_workflows(), strict=True):
-        if env_id in registry:
-            continue
-        register(
+        register_team_env(
             env_id,
-            "marft_envs.flexmg:FlexMGEnv",
-            kwargs={
-                "dataset": "keys",
-                "split": "test",
-                "workflow": wf.name,
-                "verifier": ExactVerifier.name,
-                "horizon": 1,
-                "feedback": "none",
-                "reward_to": "team",
-            },
+            dataset="keys",
+            split="test",
+            workflow=wf.name,
+            verifier=ExactVerifier.name,
             description=f"credit game, no data: {wf.description}",
         )

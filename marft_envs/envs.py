@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .registry import register, registry
+from .registry import register_team_env
 
 #: family -> (dataset, default split, description)
 MATH_FAMILIES: dict[str, tuple[str, str, str]] = {
@@ -13,28 +13,19 @@ MATH_FAMILIES: dict[str, tuple[str, str, str]] = {
     "arith": ("arith", "test", "procedural arithmetic/algebra, no data needed"),
 }
 MATH_TEAMS: dict[int, str] = {2: "math-dual", 3: "math-trio", 4: "math-quartet"}
-#: arith level 0 (sums a + b, a, b in 0..20): the ids a 135M model learns on from a non-zero start
+#: arith level 0 (sums a + b, a, b in 0..20): sized so a 135M model starts above zero
 SUM_TEAMS: dict[int, str] = {2: "sum-duo", 3: "sum-trio"}
 
 
 def register_math_envs() -> None:
     for family, (dataset, split, desc) in MATH_FAMILIES.items():
         for n, workflow in MATH_TEAMS.items():
-            env_id = f"{family}-{n}agent"
-            if env_id in registry:
-                continue
-            register(
-                env_id,
-                "marft_envs.flexmg:FlexMGEnv",
-                kwargs={
-                    "dataset": dataset,
-                    "split": split,
-                    "workflow": workflow,
-                    "verifier": "math",
-                    "horizon": 1,
-                    "feedback": "none",
-                    "reward_to": "team",
-                },
+            register_team_env(
+                f"{family}-{n}agent",
+                dataset=dataset,
+                split=split,
+                workflow=workflow,
+                verifier="math",
                 description=f"{desc}; {workflow}",
             )
 
@@ -42,23 +33,14 @@ def register_math_envs() -> None:
 def register_sum_envs() -> None:
     """``arith0-2agent`` and ``arith0-3agent``: arith level 0, worked-example role prompts."""
     for n, workflow in SUM_TEAMS.items():
-        env_id = f"arith0-{n}agent"
-        if env_id in registry:
-            continue
-        register(
-            env_id,
-            "marft_envs.flexmg:FlexMGEnv",
-            kwargs={
-                "dataset": "arith",
-                "split": "test",
-                "dataset_kwargs": {"level": 0},
-                "workflow": workflow,
-                "verifier": "math",
-                "horizon": 1,
-                "feedback": "none",
-                "reward_to": "team",
-            },
+        register_team_env(
+            f"arith0-{n}agent",
+            dataset="arith",
+            split="test",
+            workflow=workflow,
+            verifier="math",
             description=f"arith level 0 (sums a + b, a, b in 0..20), no data needed; {workflow}",
+            dataset_kwargs={"level": 0},
         )
 
 

@@ -102,6 +102,38 @@ def register(
     return spec_
 
 
+def register_team_env(
+    id: str,
+    *,
+    dataset: str,
+    split: str,
+    workflow: str,
+    verifier: str,
+    description: str,
+    **kwargs: Any,
+) -> None:
+    """Register ``id`` as a one-round :class:`~marft_envs.FlexMGEnv` with a team reward, unless an
+    id of that name exists (the built-in families register this way). ``kwargs`` (e.g.
+    ``dataset_kwargs``) go to the environment too."""
+    if id in registry:
+        return
+    register(
+        id,
+        "marft_envs.flexmg:FlexMGEnv",
+        kwargs={
+            "dataset": dataset,
+            "split": split,
+            "workflow": workflow,
+            "verifier": verifier,
+            "horizon": 1,
+            "feedback": "none",
+            "reward_to": "team",
+            **kwargs,
+        },
+        description=description,
+    )
+
+
 def spec(id: str) -> EnvSpec:
     """The :class:`EnvSpec` of a registered id; unknown ids name the closest valid ones."""
     try:
