@@ -1,16 +1,21 @@
 """Does MARFT improve a real model on a registered environment? SmolLM2-135M on CPU.
 
     PYTHONPATH=. python benchmarks/bench_learning_real.py [--envs arith0-2agent arith0-3agent]
-        [--seeds 0 1 2] [--iterations 8] [--eval-episodes 200] [--threads 2] [key=value ...]
+        [--methods marft ippo at_grpo magrpo] [--seeds 0 1 2] [--iterations 4]
+        [--eval-episodes 200] [--threads 2] [--out DIR] [key=value ...]
 
 For each environment: the untrained team is evaluated once, greedily, on the first
-``--eval-episodes`` problems of the test split (the untrained model is the same for every seed:
-LoRA adapters start as the identity, and greedy decoding is deterministic); then per seed MARFT
-trains ``--iterations`` iterations with the recipe of ``baselines.demo.RECIPE`` (plus any
-overrides) on the train split, and the team is evaluated again on the same test problems.
-Grading is the project's math verifier. The table gives before, after and the paired delta with
-95% intervals (Wilson for scores; the normal interval of the mean per-problem difference for
-deltas), per seed and pooled over seeds, and the wall clock per iteration.
+``--eval-episodes`` problems of the test split (the untrained model is the same for every seed
+and method: LoRA adapters start as the identity, and greedy decoding is deterministic); then per
+method and seed it trains ``--iterations`` iterations with the recipe of
+``baselines.demo.RECIPE`` (plus any overrides) on the train split, and the team is evaluated
+again on the same test problems. Every method gets the generated responses per iteration of the
+recipe's PPO episodes (``baselines.methods.equal_compute_overrides``). Grading is the project's
+math verifier. The table gives before, after and the paired delta with 95% intervals (Wilson for
+scores; the normal interval of the mean per-problem difference for deltas), per seed and pooled
+over seeds, the wall clock per iteration, the tokens generated in training per run, and the
+sample efficiency (delta per 1,000 generated training tokens). Each finished run is appended to
+``--out``/results.jsonl as it ends.
 """
 
 from __future__ import annotations
@@ -24,11 +29,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import json
+
 import torch
 
+import marft_envs
 from baselines.core.config import load_config
-from baselines.trainer import Trainer
 from baselines.demo import RECIPE
+from baselines.methods import equal_compute_overrides, preset_of
+from baselines.trainer import Trainer
 from leaderboard.regrade import Z_95, wilson_interval
 
 
@@ -57,100 +66,154 @@ def fmt_delta(d: tuple[float, float, float]) -> str:
     return f"{d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]"
 
 
+def run_overrides(method: str, env_id: str, seed: int, args: argparse.Namespace) -> list[str]:
+    """The recipe, sized so ``method`` generates as many responses per iteration as MARFT."""
+    base = [
+        *RECIPE,
+        f"env.id={env_id}",
+        f"model.name={args.model}",
+        f"train.seed={seed}",
+        f"train.iterations={args.iterations}",
+        "env.eval_episodes=0",  # evaluated here, on the same plan before and after
+        *args.overrides,
+    ]
+    episodes = load_config("marft", overrides=base).train.episodes_per_iteration
+    agents = len(marft_envs.spec(env_id).make().possible_agents)
+    return [
+        *base,
+        f"algo.method={method}",
+        *equal_compute_overrides(method, episodes, agents, args.group_size),
+    ]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--envs", nargs="+", default=["arith0-2agent", "arith0-3agent"])
+    p.add_argument("--methods", nargs="+", default=["marft"])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--iterations", type=int, default=8)
+    p.add_argument("--iterations", type=int, default=4)
     p.add_argument("--eval-episodes", type=int, default=200)
+    p.add_argument("--group-size", type=int, default=4, help="K of the critic-free methods")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--model", default="smollm2-135m")
+    p.add_argument("--out", default="runs/bench_learning_real")
     p.add_argument("overrides", nargs="*", metavar="key=value")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     rows = []
     for env_id in args.envs:
         before: dict[str, float] | None = None
-        pooled_before: dict[str, float] = {}
-        pooled_after: dict[str, float] = {}
-        per_iter: list[float] = []
-        for seed in args.seeds:
-            overrides = [
-                *RECIPE,
-                f"env.id={env_id}",
-                f"model.name={args.model}",
-                f"train.seed={seed}",
-                f"train.iterations={args.iterations}",
-                "env.eval_episodes=0",  # evaluated here, on the same plan before and after
-                *args.overrides,
-            ]
-            cfg = load_config("marft", overrides=overrides)
-            with tempfile.TemporaryDirectory() as tmp:
-                trainer = Trainer(cfg, Path(tmp))
-                if before is None:
+        for method in args.methods:
+            pooled_before: dict[str, float] = {}
+            pooled_after: dict[str, float] = {}
+            per_iter: list[float] = []
+            tokens: list[float] = []
+            for seed in args.seeds:
+                cfg = load_config(
+                    preset_of(method), overrides=run_overrides(method, env_id, seed, args)
+                )
+                with tempfile.TemporaryDirectory() as tmp:
+                    trainer = Trainer(cfg, Path(tmp))
+                    if before is None:
+                        t0 = time.perf_counter()
+                        before = scores_by_task(trainer.play_eval(args.eval_episodes))
+                        n = len(before)
+                        b = sum(before.values()) / n
+                        print(
+                            f"{env_id}: before {fmt(b, n)} on {n} test problems "
+                            f"({time.perf_counter() - t0:.0f}s)",
+                            flush=True,
+                        )
                     t0 = time.perf_counter()
-                    before = scores_by_task(trainer.play_eval(args.eval_episodes))
-                    n = len(before)
-                    b = sum(before.values()) / n
-                    print(
-                        f"{env_id}: before {fmt(b, n)} on {n} test problems "
-                        f"({time.perf_counter() - t0:.0f}s)",
-                        flush=True,
+                    history = trainer.train()
+                    train_s = time.perf_counter() - t0
+                    after = scores_by_task(trainer.play_eval(args.eval_episodes))
+                    trainer.close()
+                it_s = [h["time/iteration"] for h in history if "time/iteration" in h]
+                run_tokens = sum(h.get("train/generated_tokens", 0.0) for h in history)
+                per_iter.extend(it_s)
+                tokens.append(run_tokens)
+                train_scores = [h["train/score"] for h in history if "train/score" in h]
+                n = len(after)
+                a = sum(after.values()) / n
+                b = sum(before[k] for k in after) / n
+                delta = paired_delta(before, after)
+                rows.append(
+                    (
+                        env_id,
+                        method,
+                        str(seed),
+                        fmt(b, n),
+                        fmt(a, n),
+                        fmt_delta(delta),
+                        f"{sum(it_s) / len(it_s):.1f}",
+                        f"{run_tokens:.0f}",
+                        f"{1000 * delta[0] / run_tokens:+.4f}",
+                        n,
                     )
-                t0 = time.perf_counter()
-                history = trainer.train()
-                train_s = time.perf_counter() - t0
-                after = scores_by_task(trainer.play_eval(args.eval_episodes))
-                trainer.close()
-            it_s = [h["time/iteration"] for h in history if "time/iteration" in h]
-            per_iter.extend(it_s)
-            train_scores = " ".join(
-                f"{h['train/score']:.2f}" for h in history if "train/score" in h
-            )
-            n = len(after)
-            a = sum(after.values()) / n
-            b = sum(before[k] for k in after) / n
+                )
+                print(
+                    f"{env_id} {method} seed {seed}: after {fmt(a, n)}, train scores "
+                    f"{' '.join(f'{x:.2f}' for x in train_scores)}, {train_s:.0f}s training",
+                    flush=True,
+                )
+                with (out / "results.jsonl").open("a") as f:
+                    record = {
+                        "env": env_id,
+                        "method": method,
+                        "seed": seed,
+                        "before": {k: before[k] for k in after},
+                        "after": after,
+                        "train_scores": train_scores,
+                        "seconds_per_iteration": it_s,
+                        "generated_tokens": run_tokens,
+                        "overrides": run_overrides(method, env_id, seed, args),
+                    }
+                    f.write(json.dumps(record) + "\n")
+                pooled_before.update({f"{seed}/{k}": v for k, v in before.items() if k in after})
+                pooled_after.update({f"{seed}/{k}": v for k, v in after.items()})
+            n = len(pooled_after)
+            delta = paired_delta(pooled_before, pooled_after)
+            mean_tokens = sum(tokens) / len(tokens)
             rows.append(
                 (
                     env_id,
-                    str(seed),
-                    fmt(b, n),
-                    fmt(a, n),
-                    fmt_delta(paired_delta(before, after)),
-                    f"{sum(it_s) / len(it_s):.1f}",
+                    method,
+                    "pooled",
+                    fmt(sum(pooled_before.values()) / n, n),
+                    fmt(sum(pooled_after.values()) / n, n),
+                    fmt_delta(delta),
+                    f"{sum(per_iter) / len(per_iter):.1f}",
+                    f"{mean_tokens:.0f}",
+                    f"{1000 * delta[0] / mean_tokens:+.4f}",
                     n,
                 )
             )
-            print(
-                f"{env_id} seed {seed}: after {fmt(a, n)}, train scores {train_scores}, "
-                f"{train_s:.0f}s training",
-                flush=True,
-            )
-            pooled_before.update({f"{seed}/{k}": v for k, v in before.items() if k in after})
-            pooled_after.update({f"{seed}/{k}": v for k, v in after.items()})
-        n = len(pooled_after)
-        rows.append(
-            (
-                env_id,
-                "pooled",
-                fmt(sum(pooled_before.values()) / n, n),
-                fmt(sum(pooled_after.values()) / n, n),
-                fmt_delta(paired_delta(pooled_before, pooled_after)),
-                f"{sum(per_iter) / len(per_iter):.1f}",
-                n,
-            )
-        )
     print()
     print(
-        f"MARFT, {args.model}, {args.iterations} iterations, recipe baselines.demo.RECIPE"
-        f"{' + ' + ' '.join(args.overrides) if args.overrides else ''}, {args.threads} threads"
+        f"{args.model}, {args.iterations} iterations, recipe baselines.demo.RECIPE"
+        f"{' + ' + ' '.join(args.overrides) if args.overrides else ''}, {args.threads} threads, "
+        f"equal generated responses per iteration (K={args.group_size} for critic-free methods)"
     )
-    head = ("env", "seed", "before [95% CI]", "after [95% CI]", "delta [95% CI]", "s/iter", "n")
+    head = (
+        "env",
+        "method",
+        "seed",
+        "before [95% CI]",
+        "after [95% CI]",
+        "delta [95% CI]",
+        "s/iter",
+        "tokens/run",
+        "delta/1k tok",
+        "n",
+    )
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     for r in [head, *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
 
 
 if __name__ == "__main__":

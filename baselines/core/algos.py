@@ -154,6 +154,10 @@ def masked_mean_std(values: Tensor, mask: Tensor) -> tuple[float, float]:
     return float(masked_mean(values, m)), float(masked_var(values, m).clamp(min=0).sqrt())
 
 
+#: Below this variance the returns of a batch are constant up to float rounding.
+CONSTANT_RETURNS_VAR = 1e-12
+
+
 def explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> float:
     """``1 - Var(R - V) / Var(R)`` over real entries: how much of the returns the critic predicts.
 
@@ -165,11 +169,14 @@ def explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> float:
         mask: shape ``S``.
 
     Returns:
-        A float; 0.0 when the returns have no variance (nothing to explain).
+        A float; 0.0 when the returns have no variance (nothing to explain). Returns rebuilt as
+        ``advantage + value`` carry float rounding, so a variance under
+        :data:`CONSTANT_RETURNS_VAR` counts as none (a batch where every episode scored 0 gave
+        ``-4e14`` before).
     """
     m = _as_bool(mask, values)
     var_r = masked_var(returns, m)
-    if float(var_r) <= 0:
+    if float(var_r) <= CONSTANT_RETURNS_VAR:
         return 0.0
     return float(1.0 - masked_var(returns - values, m) / var_r)
 

@@ -132,8 +132,11 @@ class AlgoConfig:
     clip_eps_high: float | None = _f(None, "upper ratio clip (clip-higher); null = clip_eps")
     value_clip_eps: float | None = _f(0.2, "value clip range; null = unclipped value loss")
     ent_coef: float = _f(0.0, "entropy bonus coefficient")
-    kl_coef: float = _f(
-        0.0, "KL-to-reference coefficient (reference = adapters disabled); 0 = no reference pass"
+    kl_coef: float = _f(0.0, "KL-to-reference coefficient (reference = adapters disabled)")
+    kl_ref_every: int = _f(
+        1,
+        "with kl_coef = 0: iterations between the reference passes that log agent/*/kl_ref "
+        "(0 = never; each pass costs one forward over the batch); kl_coef > 0: every iteration",
     )
     kl_kind: Literal["k1", "k2", "k3"] = _f("k3", "KL estimator")
     vf_coef: float = _f(0.5, "value loss coefficient")
@@ -165,6 +168,10 @@ class EnvConfig:
     )
     eval_id: str | None = _f(None, "evaluation environment id; null = env.id on its eval split")
     eval_episodes: int = _f(64, "episodes per evaluation")
+    eval_num_envs: int | None = _f(
+        None,
+        "environments stepped together (and the generate batch) in evaluation; null = num_envs",
+    )
     eval_greedy: bool = _f(True, "greedy decoding in evaluation (False: sample)")
 
 
@@ -293,6 +300,11 @@ class Config:
             (0.0 < m.top_p <= 1.0, "model.top_p must be in (0, 1]"),
             (self.env.num_envs >= 1, "env.num_envs must be >= 1"),
             (self.env.eval_episodes >= 0, "env.eval_episodes must be >= 0"),
+            (
+                self.env.eval_num_envs is None or self.env.eval_num_envs >= 1,
+                "env.eval_num_envs must be >= 1 or null (= env.num_envs)",
+            ),
+            (a.kl_ref_every >= 0, "algo.kl_ref_every must be >= 0 (0 = never)"),
             (t.iterations >= 0, "train.iterations must be >= 0"),
             (t.episodes_per_iteration >= 1, "train.episodes_per_iteration must be >= 1"),
             (
@@ -300,6 +312,14 @@ class Config:
                 "train.eval_every and train.checkpoint_every must be >= 0",
             ),
             (t.keep_checkpoints >= 1, "train.keep_checkpoints must be >= 1"),
+            (
+                self.env.eval_num_envs is None or t.env_workers <= self.env.eval_num_envs,
+                (
+                    f"train.env_workers={t.env_workers} exceeds "
+                    f"env.eval_num_envs={self.env.eval_num_envs}: each evaluation "
+                    "worker needs at least one environment"
+                ),
+            ),
             (t.env_workers >= 1, "train.env_workers must be >= 1"),
             (
                 t.env_workers <= self.env.num_envs,

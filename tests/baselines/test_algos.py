@@ -419,6 +419,20 @@ def test_explained_variance_perfect_mean_and_worse_critics():
     assert explained_variance(T([[0.0, 5.0]]), T([[1.0, 1.0]]), torch.ones(1, 2)) == 0.0
 
 
+def test_explained_variance_of_returns_constant_up_to_rounding_is_zero():
+    """Every episode scored 0: returns rebuilt as (0 - V) + V differ from 0 by float rounding
+    only; the critic explains nothing there, and the metric said -4e14 in a real run."""
+    gen = torch.Generator().manual_seed(0)
+    values = torch.rand(16, 2, generator=gen) * 0.02
+    ones = torch.ones(16, 2)
+    _, returns = sequential_gae(torch.zeros(16, 2), values, ones, T([[0, 1]] * 16), 1.0, 1.0)
+    assert 0 < float(returns.var()) < 1e-18  # rounding, not signal
+    assert explained_variance(values, returns, ones) == 0.0
+    # a small but real spread of returns is still explained: errors (1e-3, -1e-3, 0, 0)
+    v, r = T([0.01, 0.02, 0.03, 0.04]), T([0.011, 0.019, 0.03, 0.04])
+    assert close(explained_variance(v, r, torch.ones(4)), 1 - (2e-6 / 3) / float(r.var()), tol=1e-4)
+
+
 def test_masked_mean_std_uses_real_entries_only():
     mean, std = masked_mean_std(T([1.0, 3.0, 1e9]), T([1, 1, 0]))
     assert close(mean, 2.0) and close(std, math.sqrt(2.0))

@@ -114,3 +114,38 @@ def test_critic_on_its_own_base_copy_trains_and_resumes(relay, tmp_path):
     for name, state in weights(tr).items():
         for k, v in state.items():
             assert torch.equal(weights(resumed)[name][k], v), (name, k)
+
+
+def test_reference_pass_runs_on_its_schedule_only(relay, tmp_path):
+    """kl_coef = 0: the reference pass (only for the logged kl_ref) runs every kl_ref_every
+    iterations, never with 0; kl_coef > 0 needs it every iteration whatever kl_ref_every."""
+    tr = make(relay, tmp_path / "a", extra=["algo.kl_ref_every=2"])
+    assert [tr.needs_reference(i) for i in range(3)] == [True, False, True]
+    # kl_ref comes only from the reference pass's log-probabilities
+    assert [any(k.endswith("/kl_ref") for k in tr.step()) for _ in range(3)] == [True, False, True]
+    assert not any(make(relay, tmp_path / "b", extra=["algo.kl_ref_every=0"]).needs_reference(i)
+                   for i in range(4))
+    with_kl = make(relay, tmp_path / "c", extra=["algo.kl_ref_every=0", "algo.kl_coef=0.1"])
+    assert all(with_kl.needs_reference(i) for i in range(4))
+
+
+def test_wide_evaluation_plays_the_same_plan_as_narrow(relay, tmp_path):
+    """env.eval_num_envs only changes how many episodes step (and generate) together: the same
+    (seed, task) plan is played and, greedy, gives the same transcripts."""
+    narrow = make(relay, tmp_path / "n", extra=["env.eval_episodes=6"])
+    wide = make(relay, tmp_path / "w", extra=["env.eval_episodes=6", "env.eval_num_envs=6"])
+    assert wide.eval_generator.batch_size == 6 and narrow.eval_generator is narrow.generator
+    played = [sorted((e.task_id, e.score) for e in t.play_eval()) for t in (narrow, wide)]
+    assert played[0] == played[1] and len(played[0]) == len(narrow.eval_set().plan)
+    assert (narrow.eval_num_envs, wide.eval_num_envs) == (4, 6)
+
+
+@pytest.mark.parametrize("override,message", [
+    ("env.eval_num_envs=0", "env.eval_num_envs must be >= 1"),
+    ("algo.kl_ref_every=-1", "algo.kl_ref_every must be >= 0"),
+])
+def test_evaluation_width_and_reference_schedule_are_validated(relay, tmp_path, override, message):
+    from baselines.core.config import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        make(relay, tmp_path, extra=[override])

@@ -1,0 +1,37 @@
+"""benchmarks/bench_learning_real.py runs end to end (tiny model): every method's row, the pooled
+row, and one results.jsonl record per finished run with the before/after scores it printed."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bench_learning_real_compares_methods_at_equal_responses(tmp_path):
+    out = tmp_path / "bench"
+    cmd = [
+        sys.executable, str(ROOT / "benchmarks" / "bench_learning_real.py"),
+        "--envs", "arith0-2agent", "--methods", "marft", "magrpo", "--seeds", "0",
+        "--iterations", "1", "--eval-episodes", "3", "--model", "tiny-random", "--threads", "1",
+        "--out", str(out),
+        "env.num_envs=2", "env.eval_num_envs=3", "train.episodes_per_iteration=4",
+        "model.max_new_tokens=3",
+    ]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=280, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    table = run.stdout.splitlines()
+    head = next(i for i, line in enumerate(table) if line.startswith("env "))
+    rows = [line.split() for line in table[head + 1 :] if line.strip()]
+    assert [(r[1], r[2]) for r in rows] == [
+        ("marft", "0"), ("marft", "pooled"), ("magrpo", "0"), ("magrpo", "pooled")
+    ]
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [r["method"] for r in records] == ["marft", "magrpo"]
+    for r in records:
+        assert len(r["before"]) == len(r["after"]) == 3  # the same 3 test problems
+        assert r["generated_tokens"] > 0 and len(r["seconds_per_iteration"]) == 1
+    # equal responses per iteration: MAGRPO plays 4 episodes as 1 problem x K=4, MARFT 4 episodes
+    assert "train.episodes_per_iteration=4" in records[1]["overrides"]
+    assert "algo.group_size=4" in records[1]["overrides"]
