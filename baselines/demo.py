@@ -24,8 +24,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import marft_envs
 
@@ -121,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     class ProgressLogger(MetricsLogger):
         """metrics.jsonl, plus one printed line as each iteration ends."""
 
-        def log(self, step: int, metrics: dict[str, float]) -> None:
+        def log(self, step: int, metrics: Mapping[str, Any]) -> None:
             super().log(step, metrics)
             if "train/score" in metrics:
                 print(
