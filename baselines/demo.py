@@ -114,7 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     def report(iteration: int, episodes: list[marft_envs.Episode]) -> None:
         played[iteration] = episodes
         score = sum(e.score for e in episodes) / max(1, len(episodes))
-        what = "before training" if iteration == 0 else f"after {iteration} iterations"
+        what = (
+            "before training"
+            if iteration == 0
+            else f"after {iteration} iteration{'s' if iteration > 1 else ''}"
+        )
         print(f"{what}: eval score {score:.3f} ({len(episodes)} greedy episodes)", flush=True)
 
     trainer.on_evaluate.append(report)

@@ -1,7 +1,8 @@
 """The training loop shared by MARFT, MARFT-shared and IPPO.
 
 One iteration: roll out episodes (one batched ``generate`` per agent), score the played turns
-(old log-probabilities, reference log-probabilities when ``algo.kl_coef > 0``, critic values),
+(old log-probabilities, reference log-probabilities when ``algo.kl_coef > 0`` or on the
+``algo.kl_ref_every`` schedule, critic values),
 compute advantages (action or token level), then PPO epochs over shuffled minibatches with
 gradient accumulation, one optimiser per policy adapter and per critic. With
 ``algo.agent_by_agent`` only one agent's turns train the policy in an iteration, rotating every
@@ -234,15 +235,6 @@ class Trainer:
             self.generator = HFGenerator(
                 self.model,
                 batch_size=max(cfg.env.num_envs, 1),
-                max_prompt_tokens=cfg.model.max_prompt_tokens,
-            )
-        # evaluation steps env.eval_num_envs environments and batches its generate calls as
-        # wide (on a CPU, a batch of 32 greedy replies costs ~1.6x a batch of 8, not 4x)
-        self.eval_generator: Generator = self.generator
-        if isinstance(self.generator, HFGenerator) and self.eval_num_envs != cfg.env.num_envs:
-            self.eval_generator = HFGenerator(
-                self.model,
-                batch_size=self.eval_num_envs,
                 max_prompt_tokens=cfg.model.max_prompt_tokens,
             )
 
@@ -482,10 +474,11 @@ class Trainer:
         cfg = self.cfg
         greedy = cfg.env.eval_greedy if greedy is None else greedy
         spec = self.eval_set(episodes, seed)
-        if self._eval_venv is None:
-            self._eval_venv = self._make_envs(
-                spec.env_id, seed, spec.overrides, num_envs=self.eval_num_envs
-            )
+        width = min(self.eval_num_envs, max(1, len(spec.plan)))
+        if self._eval_venv is None or self._eval_venv.num_envs < width:
+            if self._eval_venv is not None:  # a larger plan than the last: rebuild wider
+                self._eval_venv.close()
+            self._eval_venv = self._make_envs(spec.env_id, seed, spec.overrides, num_envs=width)
         sampling = SamplingSpec(
             cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=greedy
         )
@@ -571,6 +564,18 @@ class Trainer:
     # ------------------------------------------------------------------ internals
 
     @property
+    def eval_generator(self) -> Generator:
+        """What evaluation generates with: :attr:`generator` as it is now (a generator assigned
+        later is used too), for transformers batching ``env.eval_num_envs`` prompts per call
+        (on a CPU, a batch of 32 greedy replies costs ~1.6x a batch of 8, not 4x)."""
+        g = self.generator
+        if not isinstance(g, HFGenerator) or g.batch_size == self.eval_num_envs:
+            return g
+        wide = copy.copy(g)  # shares the model, tokenizer and stop ids
+        wide.batch_size = self.eval_num_envs
+        return wide
+
+    @property
     def eval_num_envs(self) -> int:
         """Environments stepped together in evaluation (``env.eval_num_envs``, else
         ``env.num_envs``)."""
@@ -619,7 +624,8 @@ class Trainer:
         """Whether iteration ``iteration`` scores the reference (adapters disabled): always with a
         KL penalty, otherwise every ``algo.kl_ref_every`` iterations, only to log ``kl_ref``."""
         a = self.cfg.algo
-        return a.kl_coef > 0 or (a.kl_ref_every > 0 and iteration % a.kl_ref_every == 0)
+        # iteration is 0-based and logged as step iteration + 1: steps N, 2N, ... as eval_every
+        return a.kl_coef > 0 or (a.kl_ref_every > 0 and (iteration + 1) % a.kl_ref_every == 0)
 
     @torch.no_grad()
     def _score_policy(self, samples: list[TurnSample]):

@@ -66,8 +66,18 @@ def fmt_delta(d: tuple[float, float, float]) -> str:
     return f"{d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}]"
 
 
+def per_iteration(seconds: list[float]) -> str:
+    return f"{sum(seconds) / len(seconds):.1f}" if seconds else "n/a"
+
+
+def per_1k_tokens(delta: float, tokens: float) -> str:
+    """Sample efficiency: the score gained per 1,000 tokens generated in training."""
+    return f"{1000 * delta / tokens:+.4f}" if tokens else "n/a"
+
+
 def run_overrides(method: str, env_id: str, seed: int, args: argparse.Namespace) -> list[str]:
-    """The recipe, sized so ``method`` generates as many responses per iteration as MARFT."""
+    """The recipe, sized so ``method`` generates as many responses per iteration as MARFT (the
+    sizing comes last: ``--group-size``, not an ``algo.group_size=`` override, sets K)."""
     base = [
         *RECIPE,
         f"env.id={env_id}",
@@ -78,7 +88,11 @@ def run_overrides(method: str, env_id: str, seed: int, args: argparse.Namespace)
         *args.overrides,
     ]
     episodes = load_config("marft", overrides=base).train.episodes_per_iteration
-    agents = len(marft_envs.spec(env_id).make().possible_agents)
+    env = marft_envs.make(env_id)
+    try:
+        agents = len(env.possible_agents)
+    finally:
+        env.close()
     return [
         *base,
         f"algo.method={method}",
@@ -150,9 +164,9 @@ def main() -> None:
                         fmt(b, n),
                         fmt(a, n),
                         fmt_delta(delta),
-                        f"{sum(it_s) / len(it_s):.1f}",
+                        per_iteration(it_s),
                         f"{run_tokens:.0f}",
-                        f"{1000 * delta[0] / run_tokens:+.4f}",
+                        per_1k_tokens(delta[0], run_tokens),
                         n,
                     )
                 )
@@ -163,6 +177,10 @@ def main() -> None:
                 )
                 with (out / "results.jsonl").open("a") as f:
                     record = {
+                        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                        "model": args.model,
+                        "eval_episodes": args.eval_episodes,
+                        "iterations": args.iterations,
                         "env": env_id,
                         "method": method,
                         "seed": seed,
@@ -187,9 +205,9 @@ def main() -> None:
                     fmt(sum(pooled_before.values()) / n, n),
                     fmt(sum(pooled_after.values()) / n, n),
                     fmt_delta(delta),
-                    f"{sum(per_iter) / len(per_iter):.1f}",
+                    per_iteration(per_iter),
                     f"{mean_tokens:.0f}",
-                    f"{1000 * delta[0] / mean_tokens:+.4f}",
+                    per_1k_tokens(delta[0], mean_tokens),
                     n,
                 )
             )

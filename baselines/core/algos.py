@@ -154,7 +154,8 @@ def masked_mean_std(values: Tensor, mask: Tensor) -> tuple[float, float]:
     return float(masked_mean(values, m)), float(masked_var(values, m).clamp(min=0).sqrt())
 
 
-#: Below this variance the returns of a batch are constant up to float rounding.
+#: Below this variance (relative to the returns' mean square, at least 1) the returns of a batch
+#: are constant up to float rounding.
 CONSTANT_RETURNS_VAR = 1e-12
 
 
@@ -170,13 +171,14 @@ def explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> float:
 
     Returns:
         A float; 0.0 when the returns have no variance (nothing to explain). Returns rebuilt as
-        ``advantage + value`` carry float rounding, so a variance under
-        :data:`CONSTANT_RETURNS_VAR` counts as none (a batch where every episode scored 0 gave
-        ``-4e14`` before).
+        ``advantage + value`` carry float rounding, which grows with their size, so a variance
+        under :data:`CONSTANT_RETURNS_VAR` times ``max(1, mean(R^2))`` counts as none (a batch
+        where every episode scored 0 gave ``-4e14`` before).
     """
     m = _as_bool(mask, values)
     var_r = masked_var(returns, m)
-    if float(var_r) <= CONSTANT_RETURNS_VAR:
+    scale = max(1.0, float(masked_mean(returns.square(), m)))
+    if float(var_r) <= CONSTANT_RETURNS_VAR * scale:
         return 0.0
     return float(1.0 - masked_var(returns - values, m) / var_r)
 

@@ -170,7 +170,8 @@ class EnvConfig:
     eval_episodes: int = _f(64, "episodes per evaluation")
     eval_num_envs: int | None = _f(
         None,
-        "environments stepped together (and the generate batch) in evaluation; null = num_envs",
+        "environments stepped together in evaluation (transformers: also its generate batch); "
+        "null = num_envs; greedy verdicts do not depend on it, sampled ones do",
     )
     eval_greedy: bool = _f(True, "greedy decoding in evaluation (False: sample)")
 
@@ -317,7 +318,8 @@ class Config:
                 (
                     f"train.env_workers={t.env_workers} exceeds "
                     f"env.eval_num_envs={self.env.eval_num_envs}: each evaluation "
-                    "worker needs at least one environment"
+                    "worker needs at least one environment (raise env.eval_num_envs or lower "
+                    "train.env_workers)"
                 ),
             ),
             (t.env_workers >= 1, "train.env_workers must be >= 1"),

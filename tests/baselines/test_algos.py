@@ -428,6 +428,11 @@ def test_explained_variance_of_returns_constant_up_to_rounding_is_zero():
     _, returns = sequential_gae(torch.zeros(16, 2), values, ones, T([[0, 1]] * 16), 1.0, 1.0)
     assert 0 < float(returns.var()) < 1e-18  # rounding, not signal
     assert explained_variance(values, returns, ones) == 0.0
+    # rounding grows with the returns: every episode scored 100
+    big = values * 1000 + 3
+    _, returns = sequential_gae(torch.full((16, 2), 100.0) * T([[0, 1]]), big, ones,
+                                T([[0, 1]] * 16), 1.0, 1.0)
+    assert 0 < float(returns.var()) and explained_variance(big, returns, ones) == 0.0
     # a small but real spread of returns is still explained: errors (1e-3, -1e-3, 0, 0)
     v, r = T([0.01, 0.02, 0.03, 0.04]), T([0.011, 0.019, 0.03, 0.04])
     assert close(explained_variance(v, r, torch.ones(4)), 1 - (2e-6 / 3) / float(r.var()), tol=1e-4)

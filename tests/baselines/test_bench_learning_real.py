@@ -33,5 +33,9 @@ def test_bench_learning_real_compares_methods_at_equal_responses(tmp_path):
         assert len(r["before"]) == len(r["after"]) == 3  # the same 3 test problems
         assert r["generated_tokens"] > 0 and len(r["seconds_per_iteration"]) == 1
     # equal responses per iteration: MAGRPO plays 4 episodes as 1 problem x K=4, MARFT 4 episodes
-    assert "train.episodes_per_iteration=4" in records[1]["overrides"]
-    assert "algo.group_size=4" in records[1]["overrides"]
+    from baselines.core.config import load_config
+
+    for record, preset in zip(records, ("marft", "magrpo"), strict=True):
+        cfg = load_config(preset, overrides=record["overrides"])
+        assert cfg.algo.method == preset and cfg.train.episodes_per_iteration == 4
+    assert load_config("magrpo", overrides=records[1]["overrides"]).algo.group_size == 4

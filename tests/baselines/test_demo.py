@@ -57,7 +57,9 @@ def test_demo_runs_the_whole_loop_with_the_tiny_model(tmp_path, capsys):
     assert demo.main(args) == 0
     printed = capsys.readouterr().out
     assert "env arith0-2agent" in printed and "before training: eval score" in printed
-    assert "iteration 1/1: train score" in printed and "after 1 iterations: eval score" in printed
+    assert "iteration 1/1: train score" in printed and "after 1 iteration: eval score" in printed
+    # each iteration's line is printed as it ends, before the evaluation that follows training
+    assert printed.index("iteration 1/1: train score") < printed.index("after 1 iteration:")
     assert "verified by the leaderboard's grader" in printed
     assert (out / "learning_curves.png").is_file()
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]

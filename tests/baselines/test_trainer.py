@@ -117,27 +117,65 @@ def test_critic_on_its_own_base_copy_trains_and_resumes(relay, tmp_path):
 
 
 def test_reference_pass_runs_on_its_schedule_only(relay, tmp_path):
-    """kl_coef = 0: the reference pass (only for the logged kl_ref) runs every kl_ref_every
-    iterations, never with 0; kl_coef > 0 needs it every iteration whatever kl_ref_every."""
+    """kl_coef = 0: the reference pass (only for the logged kl_ref) runs at steps N, 2N, ...
+    (N = kl_ref_every, as eval_every), never with 0; kl_coef > 0 needs it every iteration."""
     tr = make(relay, tmp_path / "a", extra=["algo.kl_ref_every=2"])
-    assert [tr.needs_reference(i) for i in range(3)] == [True, False, True]
-    # kl_ref comes only from the reference pass's log-probabilities
-    assert [any(k.endswith("/kl_ref") for k in tr.step()) for _ in range(3)] == [True, False, True]
+    assert [tr.needs_reference(i) for i in range(4)] == [False, True, False, True]
+    references = []
+    score = tr.model.reference  # the context every reference forward enters
+
+    def counting_reference():
+        references.append(tr.iteration)
+        return score()
+
+    tr.model.reference = counting_reference
+    logged = [any(k.endswith("/kl_ref") for k in tr.step()) for _ in range(4)]
+    assert logged == [False, True, False, True] and sorted(set(references)) == [1, 3]
     assert not any(make(relay, tmp_path / "b", extra=["algo.kl_ref_every=0"]).needs_reference(i)
                    for i in range(4))
     with_kl = make(relay, tmp_path / "c", extra=["algo.kl_ref_every=0", "algo.kl_coef=0.1"])
     assert all(with_kl.needs_reference(i) for i in range(4))
 
 
+def test_skipping_the_reference_pass_leaves_training_unchanged(relay, tmp_path):
+    """The pass only logs kl_ref: it draws no random numbers and changes no weight or metric."""
+    runs = []
+    for every in (0, 1):
+        tr = make(relay, tmp_path / str(every),
+                  extra=[f"algo.kl_ref_every={every}", "model.lora_dropout=0.1"])
+        metrics = [tr.step() for _ in range(2)]
+        runs.append((weights(tr), [{k: v for k, v in m.items()
+                                    if not k.startswith("time/") and not k.endswith("/kl_ref")}
+                                   for m in metrics]))
+    (w0, m0), (w1, m1) = runs
+    assert m0 == m1
+    assert all(torch.equal(w0[n][k], w1[n][k]) for n in w0 for k in w0[n])
+
+
+class RecordingGenerator:
+    """Wraps a generator and records how many conversations each call got."""
+
+    def __init__(self, inner):
+        self.inner, self.sizes = inner, []
+
+    def generate(self, adapter, conversations, sampling):
+        self.sizes.append(len(conversations))
+        return self.inner.generate(adapter, conversations, sampling)
+
+
 def test_wide_evaluation_plays_the_same_plan_as_narrow(relay, tmp_path):
     """env.eval_num_envs only changes how many episodes step (and generate) together: the same
     (seed, task) plan is played and, greedy, gives the same transcripts."""
-    narrow = make(relay, tmp_path / "n", extra=["env.eval_episodes=6"])
-    wide = make(relay, tmp_path / "w", extra=["env.eval_episodes=6", "env.eval_num_envs=6"])
-    assert wide.eval_generator.batch_size == 6 and narrow.eval_generator is narrow.generator
-    played = [sorted((e.task_id, e.score) for e in t.play_eval()) for t in (narrow, wide)]
-    assert played[0] == played[1] and len(played[0]) == len(narrow.eval_set().plan)
-    assert (narrow.eval_num_envs, wide.eval_num_envs) == (4, 6)
+    narrow = make(relay, tmp_path / "n", extra=["env.num_envs=1"])
+    wide = make(relay, tmp_path / "w", extra=["env.num_envs=1", "env.eval_num_envs=4"])
+    assert wide.eval_generator.batch_size == 4 and narrow.eval_generator is narrow.generator
+    played = []
+    for t in (narrow, wide):
+        t.generator = RecordingGenerator(t.generator)  # a generator assigned later is used
+        episodes = t.play_eval()
+        played.append(sorted((e.task_id, [turn.action for turn in e.turns]) for e in episodes))
+    assert played[0] == played[1] and len(played[0]) == len(narrow.eval_set().plan) == 4
+    assert set(narrow.generator.sizes) == {1} and set(wide.generator.sizes) == {4}
 
 
 @pytest.mark.parametrize("override,message", [
