@@ -328,7 +328,8 @@ def report(results: list[RunResult], out: Path) -> None:
         raise ValueError("no finished runs to report")
     seeds = sorted({r.spec.seed for r in results})
     iterations = max(r.spec.iterations for r in results)
-    per = results[0].episodes[0]
+    # the PPO methods' budget: AT-GRPO counts problems, not episodes, in train/episodes
+    per = max(r.episodes[0] for r in results if r.episodes)
     print(f"\ncredit games: {iterations} iterations x {per:.0f} episodes, seeds {seeds}")
     print("\n".join(summarise(results)))
     print(f"plot: {write_outputs(results, out)}")
