@@ -14,13 +14,17 @@ recipe's PPO episodes (``baselines.methods.equal_compute_overrides``). Grading i
 math verifier. The table gives before, after and the paired delta with 95% intervals (Wilson for
 scores; the normal interval of the mean per-problem difference for deltas), per seed and pooled
 over seeds, the wall clock per iteration, the tokens generated in training per run, and the
-sample efficiency (delta per 1,000 generated training tokens). Each finished run is appended to
-``--out``/results.jsonl as it ends.
+sample efficiency (delta per 1,000 generated training tokens). The pooled row's interval treats
+every (seed, problem) pair as independent; the ``seeds`` column is the 95% t-interval of the
+mean per-seed delta, which carries the seed-to-seed variance (wide with 3 seeds). Each finished
+run is appended to ``--out``/results.jsonl as it ends; ``--from-results FILE ...`` prints the
+table again from such files.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import tempfile
@@ -29,8 +33,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import json
-
 import torch
 
 import marft_envs
@@ -38,7 +40,22 @@ from baselines.core.config import load_config
 from baselines.demo import RECIPE
 from baselines.methods import equal_compute_overrides, preset_of
 from baselines.trainer import Trainer
+from benchmarks.bench_credit import mean_ci
 from leaderboard.regrade import Z_95, wilson_interval
+
+HEAD = (
+    "env",
+    "method",
+    "seed",
+    "before [95% CI]",
+    "after [95% CI]",
+    "delta [95% CI]",
+    "seeds [95% CI]",
+    "s/iter",
+    "tokens/run",
+    "delta/1k tok",
+    "n",
+)
 
 
 def scores_by_task(episodes) -> dict[str, float]:
@@ -100,6 +117,114 @@ def run_overrides(method: str, env_id: str, seed: int, args: argparse.Namespace)
     ]
 
 
+def train_and_evaluate(
+    method: str, env_id: str, seed: int, args: argparse.Namespace, before: dict[str, float] | None
+) -> dict:
+    """One run: the untrained evaluation when ``before`` is None, training, the evaluation
+    after; returns the run's record (what results.jsonl stores)."""
+    overrides = run_overrides(method, env_id, seed, args)
+    cfg = load_config(preset_of(method), overrides=overrides)
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = Trainer(cfg, Path(tmp))
+        if before is None:
+            t0 = time.perf_counter()
+            before = scores_by_task(trainer.play_eval(args.eval_episodes))
+            b = sum(before.values()) / len(before)
+            print(
+                f"{env_id}: before {fmt(b, len(before))} on {len(before)} test problems "
+                f"({time.perf_counter() - t0:.0f}s)",
+                flush=True,
+            )
+        t0 = time.perf_counter()
+        history = trainer.train()
+        train_s = time.perf_counter() - t0
+        after = scores_by_task(trainer.play_eval(args.eval_episodes))
+        trainer.close()
+    record = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "model": args.model,
+        "eval_episodes": args.eval_episodes,
+        "iterations": args.iterations,
+        "env": env_id,
+        "method": method,
+        "seed": seed,
+        "before": {k: before[k] for k in after},
+        "after": after,
+        "train_scores": [h["train/score"] for h in history if "train/score" in h],
+        "seconds_per_iteration": [h["time/iteration"] for h in history if "time/iteration" in h],
+        "generated_tokens": sum(h.get("train/generated_tokens", 0.0) for h in history),
+        "overrides": overrides,
+    }
+    n = len(after)
+    print(
+        f"{env_id} {method} seed {seed}: after {fmt(sum(after.values()) / n, n)}, train scores "
+        f"{' '.join(f'{x:.2f}' for x in record['train_scores'])}, {train_s:.0f}s training",
+        flush=True,
+    )
+    return record
+
+
+def table_rows(records: list[dict]) -> list[tuple]:
+    """Per (env, method): one row per seed, then the pooled row, in the records' order."""
+    rows: list[tuple] = []
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["env"], r["method"]), []).append(r)
+    for (env_id, method), runs in groups.items():
+        pooled_before: dict[str, float] = {}
+        pooled_after: dict[str, float] = {}
+        deltas = []
+        for r in runs:
+            before, after = r["before"], r["after"]
+            n = len(after)
+            delta = paired_delta(before, after)
+            deltas.append(delta[0])
+            rows.append(
+                (
+                    env_id,
+                    method,
+                    str(r["seed"]),
+                    fmt(sum(before[k] for k in after) / n, n),
+                    fmt(sum(after.values()) / n, n),
+                    fmt_delta(delta),
+                    "",
+                    per_iteration(r["seconds_per_iteration"]),
+                    f"{r['generated_tokens']:.0f}",
+                    per_1k_tokens(delta[0], r["generated_tokens"]),
+                    n,
+                )
+            )
+            pooled_before.update({f"{r['seed']}/{k}": before[k] for k in after})
+            pooled_after.update({f"{r['seed']}/{k}": v for k, v in after.items()})
+        n = len(pooled_after)
+        delta = paired_delta(pooled_before, pooled_after)
+        mean, half = mean_ci(deltas)
+        seeds = f"[{mean - half:+.3f}, {mean + half:+.3f}]" if len(deltas) > 1 else "-"
+        mean_tokens = sum(r["generated_tokens"] for r in runs) / len(runs)
+        rows.append(
+            (
+                env_id,
+                method,
+                "pooled",
+                fmt(sum(pooled_before.values()) / n, n),
+                fmt(sum(pooled_after.values()) / n, n),
+                fmt_delta(delta),
+                seeds,
+                per_iteration([s for r in runs for s in r["seconds_per_iteration"]]),
+                f"{mean_tokens:.0f}",
+                per_1k_tokens(delta[0], mean_tokens),
+                n,
+            )
+        )
+    return rows
+
+
+def print_table(rows: list[tuple]) -> None:
+    widths = [max(len(str(r[i])) for r in [HEAD, *rows]) for i in range(len(HEAD))]
+    for r in [HEAD, *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+
+
 def main() -> None:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -113,125 +238,43 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--model", default="smollm2-135m")
     p.add_argument("--out", default="runs/bench_learning_real")
+    p.add_argument(
+        "--from-results",
+        nargs="+",
+        metavar="JSONL",
+        help="print the table from results.jsonl files instead of training",
+    )
     p.add_argument("overrides", nargs="*", metavar="key=value")
     args = p.parse_args()
+    if args.from_results:
+        records = [
+            json.loads(line)
+            for path in args.from_results
+            for line in Path(path).read_text().splitlines()
+            if line.strip()
+        ]
+        print_table(table_rows(records))
+        return
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    records = []
     for env_id in args.envs:
         before: dict[str, float] | None = None
         for method in args.methods:
-            pooled_before: dict[str, float] = {}
-            pooled_after: dict[str, float] = {}
-            per_iter: list[float] = []
-            tokens: list[float] = []
             for seed in args.seeds:
-                cfg = load_config(
-                    preset_of(method), overrides=run_overrides(method, env_id, seed, args)
-                )
-                with tempfile.TemporaryDirectory() as tmp:
-                    trainer = Trainer(cfg, Path(tmp))
-                    if before is None:
-                        t0 = time.perf_counter()
-                        before = scores_by_task(trainer.play_eval(args.eval_episodes))
-                        n = len(before)
-                        b = sum(before.values()) / n
-                        print(
-                            f"{env_id}: before {fmt(b, n)} on {n} test problems "
-                            f"({time.perf_counter() - t0:.0f}s)",
-                            flush=True,
-                        )
-                    t0 = time.perf_counter()
-                    history = trainer.train()
-                    train_s = time.perf_counter() - t0
-                    after = scores_by_task(trainer.play_eval(args.eval_episodes))
-                    trainer.close()
-                it_s = [h["time/iteration"] for h in history if "time/iteration" in h]
-                run_tokens = sum(h.get("train/generated_tokens", 0.0) for h in history)
-                per_iter.extend(it_s)
-                tokens.append(run_tokens)
-                train_scores = [h["train/score"] for h in history if "train/score" in h]
-                n = len(after)
-                a = sum(after.values()) / n
-                b = sum(before[k] for k in after) / n
-                delta = paired_delta(before, after)
-                rows.append(
-                    (
-                        env_id,
-                        method,
-                        str(seed),
-                        fmt(b, n),
-                        fmt(a, n),
-                        fmt_delta(delta),
-                        per_iteration(it_s),
-                        f"{run_tokens:.0f}",
-                        per_1k_tokens(delta[0], run_tokens),
-                        n,
-                    )
-                )
-                print(
-                    f"{env_id} {method} seed {seed}: after {fmt(a, n)}, train scores "
-                    f"{' '.join(f'{x:.2f}' for x in train_scores)}, {train_s:.0f}s training",
-                    flush=True,
-                )
+                record = train_and_evaluate(method, env_id, seed, args, before)
+                before = before or record["before"]
+                records.append(record)
                 with (out / "results.jsonl").open("a") as f:
-                    record = {
-                        "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                        "model": args.model,
-                        "eval_episodes": args.eval_episodes,
-                        "iterations": args.iterations,
-                        "env": env_id,
-                        "method": method,
-                        "seed": seed,
-                        "before": {k: before[k] for k in after},
-                        "after": after,
-                        "train_scores": train_scores,
-                        "seconds_per_iteration": it_s,
-                        "generated_tokens": run_tokens,
-                        "overrides": run_overrides(method, env_id, seed, args),
-                    }
                     f.write(json.dumps(record) + "\n")
-                pooled_before.update({f"{seed}/{k}": v for k, v in before.items() if k in after})
-                pooled_after.update({f"{seed}/{k}": v for k, v in after.items()})
-            n = len(pooled_after)
-            delta = paired_delta(pooled_before, pooled_after)
-            mean_tokens = sum(tokens) / len(tokens)
-            rows.append(
-                (
-                    env_id,
-                    method,
-                    "pooled",
-                    fmt(sum(pooled_before.values()) / n, n),
-                    fmt(sum(pooled_after.values()) / n, n),
-                    fmt_delta(delta),
-                    per_iteration(per_iter),
-                    f"{mean_tokens:.0f}",
-                    per_1k_tokens(delta[0], mean_tokens),
-                    n,
-                )
-            )
     print()
     print(
         f"{args.model}, {args.iterations} iterations, recipe baselines.demo.RECIPE"
         f"{' + ' + ' '.join(args.overrides) if args.overrides else ''}, {args.threads} threads, "
         f"equal generated responses per iteration (K={args.group_size} for critic-free methods)"
     )
-    head = (
-        "env",
-        "method",
-        "seed",
-        "before [95% CI]",
-        "after [95% CI]",
-        "delta [95% CI]",
-        "s/iter",
-        "tokens/run",
-        "delta/1k tok",
-        "n",
-    )
-    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-    for r in [head, *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
+    print_table(table_rows(records))
 
 
 if __name__ == "__main__":

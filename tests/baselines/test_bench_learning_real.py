@@ -32,6 +32,13 @@ def test_bench_learning_real_compares_methods_at_equal_responses(tmp_path):
     for r in records:
         assert len(r["before"]) == len(r["after"]) == 3  # the same 3 test problems
         assert r["generated_tokens"] > 0 and len(r["seconds_per_iteration"]) == 1
+    # the table printed again from results.jsonl is the live one
+    again = subprocess.run(
+        [sys.executable, cmd[1], "--from-results", str(out / "results.jsonl")],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.splitlines() == table[head:]
     # equal responses per iteration: MAGRPO plays 4 episodes as 1 problem x K=4, MARFT 4 episodes
     from baselines.core.config import load_config
 
