@@ -14,9 +14,11 @@ recipe's PPO episodes (``baselines.methods.equal_compute_overrides``). Grading i
 math verifier. The table gives before, after and the paired delta with 95% intervals (Wilson for
 scores; the normal interval of the mean per-problem difference for deltas), per seed and pooled
 over seeds, the wall clock per iteration, the tokens generated in training per run, and the
-sample efficiency (delta per 1,000 generated training tokens). The pooled row's interval treats
-every (seed, problem) pair as independent; the ``seeds`` column is the 95% t-interval of the
-mean per-seed delta, which carries the seed-to-seed variance (wide with 3 seeds). Each finished
+sample efficiency (delta per 1,000 generated training tokens). The pooled row's delta interval
+treats every (seed, problem) pair as independent (``n`` counts pairs), so it leaves out the
+seed-to-seed variance and must not be used to rank methods; the ``seeds`` column (3 seeds or
+more) is the 95% t-interval of the mean per-seed delta, which carries that variance. The pooled
+``before`` is the one untrained evaluation, which every seed shares. Each finished
 run is appended to ``--out``/results.jsonl as it ends; ``--from-results FILE ...`` prints the
 table again from such files.
 """
@@ -164,13 +166,30 @@ def train_and_evaluate(
     return record
 
 
-def table_rows(records: list[dict]) -> list[tuple]:
-    """Per (env, method): one row per seed, then the pooled row, in the records' order."""
-    rows: list[tuple] = []
+def grouped(records: list[dict]) -> dict[tuple[str, str], list[dict]]:
+    """Records by (env, method), in their order; a seed recorded twice for the same env and
+    method (e.g. two results files holding the same run) is an error, not a second sample."""
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in records:
-        groups.setdefault((r["env"], r["method"]), []).append(r)
-    for (env_id, method), runs in groups.items():
+        runs = groups.setdefault((r["env"], r["method"]), [])
+        if any(other["seed"] == r["seed"] for other in runs):
+            raise ValueError(
+                f"{r['env']} {r['method']} seed {r['seed']} is recorded twice; pass each run's "
+                "record once"
+            )
+        runs.append(r)
+    return groups
+
+
+def table_rows(records: list[dict]) -> list[tuple]:
+    """Per (env, method): one row per seed, then the pooled row, in the records' order.
+
+    The pooled row pools (seed, problem) pairs (``n`` counts pairs); its ``before`` is the one
+    untrained evaluation when every seed shares it (scored over its own problems, not once per
+    seed). The ``seeds`` column, the t-interval of the mean per-seed delta, needs 3 seeds or more
+    (with 2 the t-value is 12.7 and the interval says nothing)."""
+    rows: list[tuple] = []
+    for (env_id, method), runs in grouped(records).items():
         pooled_before: dict[str, float] = {}
         pooled_after: dict[str, float] = {}
         deltas = []
@@ -199,14 +218,16 @@ def table_rows(records: list[dict]) -> list[tuple]:
         n = len(pooled_after)
         delta = paired_delta(pooled_before, pooled_after)
         mean, half = mean_ci(deltas)
-        seeds = f"[{mean - half:+.3f}, {mean + half:+.3f}]" if len(deltas) > 1 else "-"
+        seeds = f"[{mean - half:+.3f}, {mean + half:+.3f}]" if len(deltas) >= 3 else "-"
+        shared = all(r["before"] == runs[0]["before"] for r in runs)
+        untrained = runs[0]["before"] if shared else pooled_before
         mean_tokens = sum(r["generated_tokens"] for r in runs) / len(runs)
         rows.append(
             (
                 env_id,
                 method,
                 "pooled",
-                fmt(sum(pooled_before.values()) / n, n),
+                fmt(sum(untrained.values()) / len(untrained), len(untrained)),
                 fmt(sum(pooled_after.values()) / n, n),
                 fmt_delta(delta),
                 seeds,

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -46,3 +48,37 @@ def test_bench_learning_real_compares_methods_at_equal_responses(tmp_path):
         cfg = load_config(preset, overrides=record["overrides"])
         assert cfg.algo.method == preset and cfg.train.episodes_per_iteration == 4
     assert load_config("magrpo", overrides=records[1]["overrides"]).algo.group_size == 4
+
+
+def load_bench():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "bench_learning_real", ROOT / "benchmarks" / "bench_learning_real.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_records_give_the_documented_pooled_rows():
+    """docs/learning.md quotes these rows; the records beside it must still give them."""
+    bench = load_bench()
+    records_file = ROOT / "docs" / "img" / "learning_real" / "marft_arith0_results.jsonl"
+    records = [json.loads(line) for line in records_file.read_text().splitlines()]
+    pooled = {r[0]: r for r in bench.table_rows(records) if r[2] == "pooled"}
+    two = pooled["arith0-2agent"]
+    # before: the one untrained evaluation of 200 problems, not 600 copies of it
+    assert two[3] == "0.045 [0.024, 0.083]" and two[5] == "+0.333 [+0.295, +0.371]"
+    assert two[6] == "[-0.039, +0.705]" and two[-1] == 600  # 3 seeds x 200 problems
+    assert pooled["arith0-3agent"][5] == "+0.147 [+0.118, +0.175]"
+    # with 2 seeds the across-seed interval is not printed
+    assert all(r[6] == "-" for r in bench.table_rows(records[:2]) if r[2] == "pooled")
+
+
+def test_a_run_recorded_twice_is_refused():
+    bench = load_bench()
+    records_file = ROOT / "docs" / "img" / "learning_real" / "marft_arith0_results.jsonl"
+    records = [json.loads(line) for line in records_file.read_text().splitlines()]
+    with pytest.raises(ValueError, match="seed 0 is recorded twice"):
+        bench.table_rows(records + records[:1])
