@@ -14,7 +14,7 @@ ifneq ($(wildcard ../shared/data),)
 export MARFT_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: setup system-deps demo test bench gpu-wheels clean
+.PHONY: setup system-deps demo test check-releases bench gpu-wheels clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,11 @@ demo: $(STAMP)
 ## The whole test suite, with the services it needs (dockerd, the sandbox image) started and stopped.
 test: setup
 	MARFT_REQUIRE_SANDBOXES=1 PATH="$(abspath $(BIN)):$$PATH" bash scripts/run_tests.sh
+
+## Not part of `make test`: the packaging tests against the live PyPI instead of the snapshot date
+## they pin (RESOLVE_AT in tests/packaging/test_extras_resolve.py). Run before moving that date.
+check-releases: $(STAMP)
+	MARFT_RESOLVE_AT=now $(BIN)/python -m pytest -q tests/packaging
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
