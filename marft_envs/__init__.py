@@ -10,6 +10,7 @@ torch, transformers, ``baselines`` or ``leaderboard``.
 
 from .envs import register_builtin_envs
 from .episode import Episode, FinalView, Turn
+from .errors import EnvOrderError
 from .evaluation import evaluation_plan
 from .flexmg import EnvSnapshot, FlexMGEnv
 from .registry import EnvSpec, check_overrides, make, pprint_registry, register, registry, spec
@@ -25,6 +26,7 @@ register_builtin_envs()
 
 __all__ = [
     "Batch",
+    "EnvOrderError",
     "EnvSnapshot",
     "EnvSpec",
     "Episode",

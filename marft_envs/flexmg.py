@@ -25,6 +25,7 @@ import tasks
 from tasks import Dataset, Task
 
 from .episode import Episode, FinalView, Turn
+from .errors import require_episode
 from .prompts import chat_messages, prompt_text, transcript_text, user_text
 from .spaces import UnicodeText
 from .verdict import Verdict
@@ -32,6 +33,10 @@ from .verifiers import FEEDBACK_MODES, get_verifier, grader_version
 from .workflow import Workflow, get_workflow
 
 REWARD_TO = ("team", "last", "answerer")
+#: Appended to the episode-ended message when a finished agent is stepped with an action.
+_DEAD_STEP_HINT = (
+    " (a finished agent takes only step(None), which removes it, as agent_iter() does)"
+)
 
 
 def _task_index(seed: int, episode_index: int, n: int) -> int:
@@ -308,8 +313,7 @@ class FlexMGEnv(AECEnv):
         episode state (a code verifier's sandbox runs each program afresh and caches no
         verdicts). Tasks are immutable records and are shared too.
         """
-        if not hasattr(self, "_selector"):
-            raise RuntimeError("snapshot() before reset(): there is no episode to copy")
+        require_episode("snapshot", has_reset=self.task is not None)
         memo = {id(self.task): self.task}  # the task record is immutable: share it
         state = copy.deepcopy({k: getattr(self, k) for k in _EPISODE_FIELDS}, memo)
         return EnvSnapshot(self.spec.id if self.spec is not None else None, state)
@@ -335,10 +339,17 @@ class FlexMGEnv(AECEnv):
 
     def observe(self, agent: str) -> dict[str, Any]:
         """What ``agent`` sees now: the rendered prompt plus the same facts as structured data."""
+        require_episode("observe", has_reset=self.task is not None)
         return self._view(agent)[1]
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """PettingZoo's ``last()``, with the order error before ``reset()`` and after the end."""
+        require_episode("last", has_reset=self.task is not None, ended=not self.agents)
+        return super().last(observe)
 
     def messages(self, agent: str) -> list[dict[str, str]]:
         """The same view as :meth:`observe`, as chat messages for a tokenizer's chat template."""
+        require_episode("messages", has_reset=self.task is not None)
         instructions, _, user = self._view(agent)
         return chat_messages(instructions, user)
 
@@ -389,6 +400,7 @@ class FlexMGEnv(AECEnv):
 
     def state(self) -> str:
         """The global view for a centralized critic: the problem and the whole transcript so far."""
+        require_episode("state", has_reset=self.task is not None)
         if self._state_cache is None or self._state_cache[0] != self._version:
             self._state_cache = (
                 self._version,
@@ -397,8 +409,11 @@ class FlexMGEnv(AECEnv):
         return self._state_cache[1]
 
     def step(self, action: Any) -> None:
+        require_episode("step", has_reset=self.task is not None, ended=not self.agents)
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
+            # PettingZoo: each finished agent is stepped with None once, which removes it
+            require_episode("step", has_reset=True, ended=action is not None, hint=_DEAD_STEP_HINT)
             self._was_dead_step(None)
             return
         i = self._agent_index[agent]
@@ -553,6 +568,7 @@ class FlexMGEnv(AECEnv):
     def render(self) -> str | None:
         if self.render_mode is None:
             return None
+        require_episode("render", has_reset=self.task is not None)
         text = transcript_text(self._task.prompt, self._history, self._feedbacks, self._verdicts)
         if self.render_mode == "human":
             print(text)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .episode import Episode
+from .errors import EnvOrderError, require_episode
 from .flexmg import EnvSnapshot, FlexMGEnv
 from .registry import make
 
@@ -145,16 +146,20 @@ class VectorFlexEnv:
 
     def waiting(self) -> Counter[str]:
         """How many (non-idle) environments wait on each agent id."""
-        self._require_reset()
+        self._require_reset("waiting")
         return Counter(
             env.agent_selection for i, env in enumerate(self.envs) if i not in self._idle
         )
 
     def next_batch(self, agent: str | None = None) -> Batch:
         """The batch for ``agent`` or, by default, for the agent most environments wait on."""
+        self._require_reset("next_batch")
         counts = self.waiting()
         if not counts:
-            raise RuntimeError("Every environment is idle: the plan given to reset() is exhausted")
+            raise EnvOrderError(
+                "every episode of the plan given to reset() has finished: call reset() (with a "
+                "new plan or none) before next_batch()"
+            )
         if agent is None:
             agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
         idx = [
@@ -174,7 +179,7 @@ class VectorFlexEnv:
 
     def step(self, batch: Batch, actions: Sequence[Any]) -> list[Episode]:
         """Apply one action per environment of ``batch``; return the episodes that finished."""
-        self._require_reset()
+        self._require_reset("step")
         if len(actions) != len(batch.env_indices):
             raise ValueError(
                 f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments"
@@ -215,14 +220,14 @@ class VectorFlexEnv:
 
     def snapshot(self, index: int) -> EnvSnapshot:
         """Environment ``index``'s episode state (:meth:`FlexMGEnv.snapshot`)."""
-        self._require_reset()
+        self._require_reset("snapshot")
         return self.envs[index].snapshot()
 
     def restore(self, index: int, snapshot: EnvSnapshot) -> None:
         """Put environment ``index`` into ``snapshot``'s state. Restoring one snapshot into
         ``K`` environments plays ``K`` branches of the same problem together: the next
         :meth:`next_batch` serves them in one call, and their steps never share state."""
-        self._require_reset()
+        self._require_reset("restore")
         if index in self._idle:
             raise ValueError(f"environment {index} is idle (its plan ran out)")
         self.envs[index].restore(snapshot)
@@ -231,9 +236,9 @@ class VectorFlexEnv:
         for env in self.envs:
             env.close()
 
-    def _require_reset(self) -> None:
-        if not self._ready:
-            raise RuntimeError("Call reset() before stepping a VectorFlexEnv")
+    def _require_reset(self, method: str) -> None:
+        # no episode-ended case: a finished environment is reset at once (or goes idle)
+        require_episode(method, has_reset=self._ready)
 
 
 def make_vec(id: str, num_envs: int, *, seed: int | None = None, **overrides: Any) -> VectorFlexEnv:

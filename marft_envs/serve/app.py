@@ -8,6 +8,7 @@ from typing import Any
 
 from openenv.core.env_server.http_server import create_app
 
+from ..errors import EnvOrderError
 from ..registry import make, spec
 from .environment import MarftEnvironment
 from .models import MarftAction, MarftObservation, MarftState
@@ -40,11 +41,13 @@ def create_server_app(
         ),
     )
     app.add_exception_handler(ValueError, _bad_http_request)
+    app.add_exception_handler(EnvOrderError, _bad_http_request)
     return app
 
 
 async def _bad_http_request(request: Any, exc: Exception) -> Any:
-    """A ValueError from the environment over HTTP is the client's mistake: 400 with its message.
+    """A ValueError or EnvOrderError from the environment over HTTP is the client's mistake: 400
+    with its message.
 
     OpenEnv's HTTP /reset and /step are stateless (a fresh environment per request, closed after
     it), so an HTTP /step can never continue an episode: episodes are played over ``/ws``.

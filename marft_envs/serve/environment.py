@@ -10,6 +10,7 @@ from typing import Any
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import EnvironmentMetadata
 
+from ..errors import require_episode
 from ..flexmg import deterministic_verdict
 from ..policies import POLICIES, advance, episode_over, resolve_others
 from ..registry import make, spec
@@ -26,7 +27,8 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
     ``reset(seed=, task_id=, seats=, others=)``: ``seats`` are the agents the client plays (default
     all); the rest are played here by the policy named ``others`` (one of ``SERVER_POLICIES``)
     before each reply, so every observation is for one of the client's seats. Bad input raises
-    ``ValueError``; OpenEnv's server turns it into an error message and the session lives on.
+    ``ValueError``, a step out of order :class:`~marft_envs.errors.EnvOrderError`; OpenEnv's
+    server turns either into an error message and the session lives on.
     """
 
     SUPPORTS_CONCURRENT_SESSIONS = True  # every session owns its environment and verifier
@@ -99,12 +101,8 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         self, action: MarftAction, timeout_s: float | None = None, **kwargs: Any
     ) -> MarftObservation:
         self._check_open()
-        if self.episode_id is None:
-            raise ValueError("step() before reset(): send a reset message first")
-        if episode_over(self.env):
-            raise ValueError(
-                "the episode is over (done=true): send a reset message to start another"
-            )
+        started = self.episode_id is not None
+        require_episode("step", has_reset=started, ended=started and episode_over(self.env))
         agent = self.env.agent_selection
         if action.agent != agent:
             who = "the client" if agent in self.seats else f"the server (policy {self.others!r})"

@@ -15,9 +15,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from pettingzoo.utils.conversions import aec_to_parallel
+from pettingzoo.utils.conversions import aec_to_parallel_wrapper
 
+from ..errors import require_episode
 from ..registry import make
+
+
+class FlexParallelEnv(aec_to_parallel_wrapper):
+    """PettingZoo's ``aec_to_parallel`` view, with the AEC environment's order errors: its own
+    ``step()`` silently returns empty dicts before ``reset()`` and after the episode ended."""
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+        aec = self.aec_env
+        require_episode("step", has_reset=aec.unwrapped.task is not None, ended=not aec.agents)
+        return super().step(actions)
 
 
 def parallel_env(env: Any, **overrides: Any) -> Any:
@@ -33,4 +44,4 @@ def parallel_env(env: Any, **overrides: Any) -> Any:
             "Workflow(..., dependency=marft_envs.workflow.independent_matrix(n))); use the AEC "
             "environment or marft_envs.wrappers.SingleSeat for this team."
         )
-    return aec_to_parallel(aec)
+    return FlexParallelEnv(aec)

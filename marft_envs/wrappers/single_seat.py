@@ -18,6 +18,7 @@ from typing import Any
 
 import gymnasium
 
+from ..errors import require_episode
 from ..policies import ScriptedPolicy, advance, episode_over, resolve_others
 from ..registry import make
 
@@ -59,6 +60,7 @@ class SingleSeat(gymnasium.Env):
         self.action_space = self.aec.action_space(seat)
         self.render_mode = getattr(self.aec, "render_mode", None)
         self.spec = None
+        self._has_reset = False  # Gymnasium's OrderEnforcing flag: this view's own reset()
 
     @property
     def unwrapped_aec(self) -> Any:
@@ -71,6 +73,7 @@ class SingleSeat(gymnasium.Env):
         # the same episode even with a stateful one such as "random"; callables are the caller's.
         self.policies = resolve_others(list(self.policies), self.others)
         self.aec.reset(seed=seed, options=options)
+        self._has_reset = True
         advance(self.aec, self.policies, {})  # rewards come only when a round is graded
         if episode_over(self.aec):
             raise ValueError(
@@ -79,8 +82,9 @@ class SingleSeat(gymnasium.Env):
         return self._observe(), dict(self.aec.infos[self.seat])
 
     def step(self, action: Any):
-        if episode_over(self.aec):
-            raise RuntimeError("step() after the episode ended: call reset() first")
+        require_episode(
+            "step", has_reset=self._has_reset, ended=self._has_reset and episode_over(self.aec)
+        )
         rewards: dict[str, float] = {}
         self.aec.step(action)
         for a, r in self.aec.rewards.items():

@@ -90,7 +90,7 @@ def test_single_seat_others_by_agent_and_bad_arguments():
     env = SingleSeat("arith-2agent", seat=1, others="echo")
     env.reset(seed=0)
     env.step("done")
-    with pytest.raises(RuntimeError, match="after the episode ended"):
+    with pytest.raises(RuntimeError, match=r"the episode has ended: call reset\(\) before step\(\)"):
         env.step("again")
 
 

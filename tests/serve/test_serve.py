@@ -17,6 +17,7 @@ pytest.importorskip("openenv")
 import websockets.sync.client as ws_sync
 
 import marft_envs
+from marft_envs import EnvOrderError
 from marft_envs.cli import main as cli_main
 from marft_envs.policies import episode_over, oracle
 from marft_envs.serve import MarftAction, MarftEnvClient, create_server_app
@@ -230,13 +231,21 @@ def test_wrong_agent_is_refused_and_the_turn_stays(server, bystander):
 
 def test_step_after_the_end_and_before_reset(server, bystander):
     with MarftEnvClient(base_url=server).sync() as env:
-        with pytest.raises(RuntimeError, match=r"step\(\) before reset\(\)"):
+        # the client raises the server's one-line message as the local environment's error type
+        with pytest.raises(EnvOrderError) as e:
             env.step(MarftAction(agent="reasoner_0", text="x"))
+        assert str(e.value) == "step() called before reset(): call reset(seed=...) first"
         r = env.reset(seed=0, seats=["verifier_2"], others="echo")
         r = env.step(MarftAction(agent="verifier_2", text="\\boxed{1}"))
         assert r.done and r.observation.agent is None
-        with pytest.raises(RuntimeError, match="the episode is over"):
+        with pytest.raises(EnvOrderError) as e:
             env.step(MarftAction(agent="verifier_2", text="again"))
+        assert str(e.value) == "the episode has ended: call reset() before step()"
+        # other server errors stay OpenEnv's RuntimeError
+        env.reset(seed=0)
+        with pytest.raises(RuntimeError, match="turn") as e:
+            env.step(MarftAction(agent="verifier_2", text="x"))
+        assert not isinstance(e.value, EnvOrderError)
         assert env.reset(seed=0).observation.agent == "reasoner_0"  # the session lives on
     bystander()
 
