@@ -174,6 +174,17 @@ CHROMIUM_ARGS = [
 ]
 
 
+def save_screenshot(page, tmp_path: Path, name: str) -> Path:
+    """A full-page screenshot in pytest's ``tmp_path``; copied over ``docs/img/<name>`` only when
+    ``MARFT_UPDATE_SCREENSHOT=1`` (a deliberate refresh of the docs): a test run never edits the
+    checkout."""
+    shot = tmp_path / name
+    page.screenshot(path=str(shot), full_page=True)
+    if os.environ.get("MARFT_UPDATE_SCREENSHOT") == "1":
+        shutil.copy(shot, REPO / "docs" / "img" / name)
+    return shot
+
+
 def launch_chromium(playwright):
     """The system Chromium (Debian package; see scripts/install_browser.sh), headless."""
     if not Path(CHROMIUM).exists():

@@ -5,12 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import shutil
 
 import httpx
 import pytest
-from lb_helpers import HTTP_TIMEOUT, REPO, cli, launch_chromium, play_bundle
+from lb_helpers import HTTP_TIMEOUT, cli, launch_chromium, play_bundle, save_screenshot
 from playwright.sync_api import sync_playwright
 
 from leaderboard.schema import write_bundle
@@ -108,12 +106,7 @@ def test_page_in_headless_chromium(server, submitted, tmp_path) -> None:
         # The plot of score by team size is served and rendered.
         assert page.locator("img.plot").evaluate("img => img.complete && img.naturalWidth") > 0
 
-        shot = tmp_path / "leaderboard.png"
-        page.screenshot(path=str(shot), full_page=True)
-        assert shot.stat().st_size > 10_000
-        # The docs' screenshot is refreshed only on request: a test run never edits the checkout.
-        if os.environ.get("MARFT_UPDATE_SCREENSHOT") == "1":
-            shutil.copy(shot, REPO / "docs" / "img" / "leaderboard.png")
+        assert save_screenshot(page, tmp_path, "leaderboard.png").stat().st_size > 10_000
 
         # Sorting (server side, by clicking a column header) and filtering (the form).
         header = "#table-arith th[data-sort=team_size] a"

@@ -6,11 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import shutil
 
 import httpx
 import pytest
-from lb_helpers import HTTP_TIMEOUT, REPO, cli, launch_chromium, play_bundle
+from lb_helpers import HTTP_TIMEOUT, cli, launch_chromium, play_bundle, save_screenshot
 from playwright.sync_api import sync_playwright
 from sqlalchemy import update
 
@@ -103,9 +102,7 @@ def test_stale_rows_are_listed_apart_until_regrade(server, ids, db, tmp_path) ->
         assert _page_rows(page, "#stale-arith", "current-grader") == [MATH, MATH]
         assert _page_rows(page, "#stale-arith", "score")[1].startswith("0.100 [")
         assert _page_rows(page, "#stale-arith", "new-score") == ["pending re-grade"] * 2
-        shot = tmp_path / "leaderboard-stale.png"
-        page.screenshot(path=str(shot), full_page=True)
-        shutil.copy(shot, REPO / "docs" / "img" / "leaderboard-stale.png")
+        save_screenshot(page, tmp_path, "leaderboard-stale.png")
         page.goto(f"{server.url}/submissions/{ids['b']}")
         assert "stale" in page.inner_text("#grader") and MATH in page.inner_text("#grader")
 
