@@ -112,7 +112,8 @@ def test_shared_variant_runs_from_its_module_and_other_methods_are_refused(tmp_p
 
 
 def test_presets_normalise_advantages_as_their_sources():
-    # AT-GRPO runs verl's GRPO (std on); CoMLRL's MAGRPO subtracts the group mean only
+    # AT-GRPO runs verl's GRPO (std on); CoMLRL 1.4.3's MAGRPO centres on the group mean and,
+    # by default (advantage_normalization=True), divides by the group std too
     assert load_config("at_grpo").algo.scale_by_std is True
-    assert load_config("magrpo").algo.scale_by_std is False
-    assert load_config("magrpo", overrides=["algo.scale_by_std=true"]).algo.scale_by_std is True
+    assert load_config("magrpo").algo.scale_by_std is True
+    assert load_config("magrpo", overrides=["algo.scale_by_std=false"]).algo.scale_by_std is False
