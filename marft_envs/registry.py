@@ -20,6 +20,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from tasks.registry import Registry
+
 _ID_RE = re.compile(r"^.+-(\d+)agent$")
 
 
@@ -72,7 +74,8 @@ class EnvSpec:
         return cls(**d)
 
 
-registry: dict[str, EnvSpec] = {}
+#: Every registered id: a mapping (``in``, ``[id]``, ``get``, ``del``) under the one registry rule.
+registry: Registry[EnvSpec] = Registry("environment id")
 
 
 def register(
@@ -84,7 +87,11 @@ def register(
     max_episode_turns: int | None = None,
     overwrite: bool = False,
 ) -> EnvSpec:
-    """Register an environment id. ``entry_point`` is ``"module:attr"`` or a callable."""
+    """Register an environment id. ``entry_point`` is ``"module:attr"`` or a callable.
+
+    Registering an id again with an equal spec does nothing; with a different one it raises
+    :class:`~tasks.AlreadyRegisteredError` (a ValueError) unless ``overwrite=True``.
+    """
     if max_episode_turns is not None and (
         isinstance(max_episode_turns, bool)
         or not isinstance(max_episode_turns, int)
@@ -93,13 +100,8 @@ def register(
         raise ValueError(
             f"max_episode_turns must be an integer >= 1 or None, got {max_episode_turns!r}"
         )
-    if id in registry and not overwrite:
-        raise ValueError(
-            f"Environment id {id!r} is already registered (pass overwrite=True to replace it)"
-        )
     spec_ = EnvSpec(id, entry_point, dict(kwargs or {}), description, max_episode_turns)
-    registry[id] = spec_
-    return spec_
+    return registry.register(id, spec_, overwrite=overwrite)
 
 
 def register_team_env(
@@ -112,11 +114,9 @@ def register_team_env(
     description: str,
     **kwargs: Any,
 ) -> None:
-    """Register ``id`` as a one-round :class:`~marft_envs.FlexMGEnv` with a team reward, unless an
-    id of that name exists (the built-in families register this way). ``kwargs`` (e.g.
-    ``dataset_kwargs``) go to the environment too."""
-    if id in registry:
-        return
+    """Register ``id`` as a one-round :class:`~marft_envs.FlexMGEnv` with a team reward (the
+    built-in families register this way; :func:`register`'s rule for a taken id). ``kwargs``
+    (e.g. ``dataset_kwargs``) go to the environment too."""
     register(
         id,
         "marft_envs.flexmg:FlexMGEnv",

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from tasks import Task
+from tasks.registry import Registry
 
 from .verdict import Verdict
 
@@ -82,7 +83,7 @@ class MathVerifier:
         raise ValueError(f"The math verifier supports feedback 'none' or 'verdict', not {mode!r}")
 
 
-_VERIFIERS: dict[str, Callable[..., Any]] = {"math": MathVerifier}
+_VERIFIERS: Registry[Callable[..., Any]] = Registry("verifier", {"math": MathVerifier})
 
 
 def grader_version(obj: Any) -> str:
@@ -110,9 +111,13 @@ def grader_version(obj: Any) -> str:
     return version if isinstance(version, str) and version else UNVERSIONED
 
 
-def register_verifier(name: str, factory: Callable[..., Any]) -> None:
-    """Make ``make(..., verifier=name)`` build verifiers with ``factory(**verifier_kwargs)``."""
-    _VERIFIERS[name] = factory
+def register_verifier(
+    name: str, factory: Callable[..., Any], *, overwrite: bool = False
+) -> Callable[..., Any]:
+    """Make ``make(..., verifier=name)`` build verifiers with ``factory(**verifier_kwargs)``;
+    returns the registered factory. The same factory under a taken name is a no-op; another
+    raises :class:`~tasks.AlreadyRegisteredError` (a ValueError) unless ``overwrite=True``."""
+    return _VERIFIERS.register(name, factory, overwrite=overwrite)
 
 
 def get_verifier(name_or_verifier: str | Any, **kwargs: Any) -> Any:

@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from tasks.registry import Registry
+
 TaskKind = Literal["math", "code"]
 
 
@@ -226,18 +228,14 @@ SUM_WORKFLOWS: tuple[Workflow, ...] = (
     ),
 )
 
-_WORKFLOWS: dict[str, Workflow] = {}
+_WORKFLOWS: Registry[Workflow] = Registry("workflow")
 
 
 def register_workflow(workflow: Workflow, *, overwrite: bool = False) -> Workflow:
-    """Make a workflow available by name to ``make(..., workflow=name)``."""
-    if workflow.name in _WORKFLOWS and not overwrite and _WORKFLOWS[workflow.name] != workflow:
-        raise ValueError(
-            f"A different workflow named {workflow.name!r} is already registered (pass "
-            "overwrite=True)"
-        )
-    _WORKFLOWS[workflow.name] = workflow
-    return workflow
+    """Make a workflow available by name to ``make(..., workflow=name)``; returns the registered
+    workflow. An equal workflow under a taken name is a no-op; a different one raises
+    :class:`~tasks.AlreadyRegisteredError` (a ValueError) unless ``overwrite=True``."""
+    return _WORKFLOWS.register(workflow.name, workflow, overwrite=overwrite)
 
 
 def get_workflow(name_or_workflow: str | Workflow) -> Workflow:

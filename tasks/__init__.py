@@ -28,15 +28,18 @@ from tasks.dataset import (
 from tasks.errors import DataNotFoundError, MalformedRecordError, UnknownDatasetError
 from tasks.generators import arith_task
 from tasks.record import IOTest, Task, TaskKind
+from tasks.registry import AlreadyRegisteredError, Registry
 
 __all__ = [
     "DATA_DIR_ENV",
+    "AlreadyRegisteredError",
     "DataNotFoundError",
     "Dataset",
     "DatasetInfo",
     "IOTest",
     "Loaded",
     "MalformedRecordError",
+    "Registry",
     "Task",
     "TaskKind",
     "UnknownDatasetError",

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, overload
 
 from tasks.errors import UnknownDatasetError
 from tasks.record import Task, TaskKind
+from tasks.registry import Registry
 
 DATA_DIR_ENV = "MARFT_DATA_DIR"
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -161,7 +162,7 @@ class DatasetInfo:
     needs_data: bool
 
 
-_REGISTRY: dict[str, DatasetInfo] = {}
+_REGISTRY: Registry[DatasetInfo] = Registry("dataset")
 _CACHE: dict[tuple[Any, ...], Dataset] = {}
 _LOCK = threading.Lock()
 
@@ -183,7 +184,8 @@ def register_dataset(
     split from ``splits``. ``default_split`` (used when ``load`` gets ``split=None``)
     defaults to ``"test"`` if that is a split, else the first split. Datasets with
     ``needs_data=False`` (generators) get ``data_dir=None``. Registering a taken name
-    raises ValueError unless ``overwrite=True``.
+    again is a no-op when everything is equal, else raises
+    :class:`~tasks.registry.AlreadyRegisteredError` (a ValueError) unless ``overwrite=True``.
     """
     splits = tuple(splits)
     if not splits:
@@ -195,13 +197,12 @@ def register_dataset(
     if default_split not in splits:
         raise ValueError(f"Dataset {name!r}: default_split {default_split!r} not in {splits}")
     with _LOCK:
-        if name in _REGISTRY and not overwrite:
-            raise ValueError(f"Dataset {name!r} is already registered (pass overwrite=True)")
         info = DatasetInfo(name, loader, splits, kind, description, default_split, needs_data)
-        _REGISTRY[name] = info
-        for key in [k for k in _CACHE if k[0] == name]:
-            del _CACHE[key]
-    return info
+        registered = _REGISTRY.register(name, info, overwrite=overwrite)
+        if registered is info:  # new or replaced: what was cached under the name is stale
+            for key in [k for k in _CACHE if k[0] == name]:
+                del _CACHE[key]
+    return registered
 
 
 def list_datasets() -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..flexmg import FlexMGEnv
-from ..registry import register, registry
+from ..registry import register
 from .verifier import CodeVerifier
 from .workflows import CODE_TEAMS
 
@@ -71,11 +71,8 @@ def register_code_envs() -> None:
     """Register ``<family>-{2,3,4}agent`` for every family of `CODE_FAMILIES` (idempotent)."""
     for family, (dataset, split, desc) in CODE_FAMILIES.items():
         for n, workflow in CODE_TEAMS.items():
-            env_id = f"{family}-{n}agent"
-            if env_id in registry:
-                continue
             register(
-                env_id,
+                f"{family}-{n}agent",
                 "marft_envs.code.env:make_code_env",
                 kwargs={
                     "dataset": dataset,

@@ -10,7 +10,7 @@ from typing import Any
 from tasks import Task
 
 from ..verdict import Verdict
-from .sandbox.select import BACKEND_NAMES
+from .sandbox.select import BACKENDS
 from .version import GRADER_VERSION
 
 __all__ = ["CodeVerifier"]
@@ -51,12 +51,10 @@ class CodeVerifier:
             raise TypeError(
                 f"sandbox must be None, a backend name or a Sandbox, got {type(sandbox).__name__}"
             )
-        if (
-            isinstance(sandbox, str) and sandbox not in BACKEND_NAMES
-        ):  # a typo fails here, not per grade
+        if isinstance(sandbox, str) and sandbox not in BACKENDS:  # a typo fails here, not per grade
             raise ValueError(
                 f"unknown sandbox backend {sandbox!r}; valid names are "
-                f"{list(BACKEND_NAMES)} or None (automatic)"
+                f"{list(BACKENDS)} or None (automatic)"
             )
         self.reward = reward
         self.timeout = None if timeout is None else float(timeout)

@@ -6,24 +6,43 @@ import importlib
 import logging
 from typing import Any
 
+from tasks.registry import Registry
+
 from .base import Sandbox
 
 log = logging.getLogger(__name__)
 
-#: name -> (module, class). Order = preference of the automatic choice.
-BACKENDS = {
-    "docker": ("docker_backend", "DockerSandbox"),
-    "bwrap": ("bwrap", "BwrapSandbox"),
-    "subprocess": ("subprocess_backend", "SubprocessSandbox"),
-}
-#: The valid backend names (``sandbox=`` of ``make``/``CodeVerifier``/``get_sandbox``).
+#: name -> ``"module:Class"``, under the one registry rule (tasks.registry).
+BACKENDS: Registry[str] = Registry(
+    "sandbox backend",
+    {
+        "docker": f"{__package__}.docker_backend:DockerSandbox",
+        "bwrap": f"{__package__}.bwrap:BwrapSandbox",
+        "subprocess": f"{__package__}.subprocess_backend:SubprocessSandbox",
+    },
+)
+#: The built-in backend names (``sandbox=`` of ``make``/``CodeVerifier``/``get_sandbox``).
 BACKEND_NAMES = tuple(BACKENDS)
 #: Backends the automatic choice may pick. subprocess does not isolate: ask for it by name.
 AUTO_ORDER = ("docker", "bwrap")
 
 
+def register_backend(name: str, entry_point: str, *, overwrite: bool = False) -> str:
+    """Make ``name`` a backend for ``get_sandbox``/``CodeVerifier``/``make(..., sandbox=name)``.
+
+    ``entry_point`` is ``"module:Class"``: the class takes the `SandboxLimits` fields as keyword
+    arguments, and the module defines ``probe() -> str | None`` (None when the backend can run
+    here). The automatic choice never picks it. The same entry point under a taken name is a
+    no-op; another raises ``AlreadyRegisteredError`` (a ValueError) unless ``overwrite=True``.
+    """
+    module, sep, cls = entry_point.partition(":")
+    if not (module and sep and cls):
+        raise ValueError(f"entry point {entry_point!r} is not of the form 'module:Class'")
+    return BACKENDS.register(name, entry_point, overwrite=overwrite)
+
+
 def _module(name: str):
-    return importlib.import_module(f"{__package__}.{BACKENDS[name][0]}")
+    return importlib.import_module(BACKENDS[name].partition(":")[0])
 
 
 def probe(name: str) -> str | None:
@@ -74,7 +93,7 @@ def get_sandbox(name: str | None = None, **limits: Any) -> Sandbox:
             f"unknown sandbox backend {name!r}; valid names are {sorted(BACKENDS)} or None "
             "(automatic)"
         )
-    class_name = BACKENDS[name][1]
+    class_name = BACKENDS[name].partition(":")[2]
     sandbox = getattr(_module(name), class_name)(**limits)
     log.info("sandbox backend: %s", sandbox.name)
     return sandbox
