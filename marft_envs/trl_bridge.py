@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .errors import require_episode
 from .registry import make
 from .wrappers import SingleSeat
 
@@ -94,8 +95,8 @@ class SeatEpisode:
     def act(self, text: str) -> float | None:
         """Play ``text`` as the seat's action; the seat's reward (``None``: infrastructure
         error)."""
-        if self._acted:
-            raise RuntimeError("this rollout's seat has already acted: reset() first")
+        # one turn per episode: a second act() is a step after the end
+        require_episode("act", has_reset=True, ended=self._acted, hint=" (the seat already acted)")
         self._acted = True
         if self._local is not None:
             _, reward, terminated, truncated, info = self._local.step(text)

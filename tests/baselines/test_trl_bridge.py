@@ -116,7 +116,10 @@ def test_seat_environment_prompt_and_reward_match_the_team():
     assert seat_reward([[{"role": "assistant", "content": f"\\boxed{{{answer}}}"}]], [env]) == [1.0]
     env.reset(seed=3)
     assert seat_reward(["\\boxed{nope}"], [env]) == [0.0]
-    with pytest.raises(RuntimeError, match="already acted"):
+    with pytest.raises(
+        marft_envs.EnvOrderError,
+        match=r"^the episode has ended: call reset\(\) before act\(\) \(the seat already acted\)$",
+    ):
         env.episode.act("twice")
     with pytest.raises(ValueError, match="horizon 2"):
         SeatEnvironment("arith-3agent", "actor_1", others="echo", horizon=2)
