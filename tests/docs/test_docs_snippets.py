@@ -12,7 +12,6 @@ commands run unedited.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -68,10 +67,6 @@ BENCH_SMALL = {
 #: appended to a documented `python -m pytest ...`: the same CI run runs those tests, so here the
 #: command is checked to select them (paths, options, collection), not run a second time
 PYTEST_SMALL = "--collect-only"
-#: (page, sha256 prefix of the block) -> why it cannot run yet. Keyed by the block's content: once
-#: the block changes, it is tested again. docs/math_verifier.md is being rewritten on the
-#: math-verifier branch, and this block's `verify_many([(response, reference), ...])` is a sketch.
-PENDING: dict[tuple[str, str], str] = {}
 #: names a Python snippet may use as placeholders for the reader's own code
 PYTHON_PRELUDE = 'def my_llm(prompt):\n    return "\\\\boxed{0}"\n\n'
 _BENCH_CASES = "".join(f'        "{k} "*) "$PY" "$@" {v} ;;\n' for k, v in BENCH_SMALL.items())
@@ -375,9 +370,6 @@ def test_a_server_that_exits_fails_its_block_with_its_log(tmp_path):
     "snippet", [s for s in ALL if not s.skip], ids=lambda s: f"{s.id}-{s.lang}"
 )
 def test_snippet_runs(snippet: Snippet, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    pending = PENDING.get((snippet.page, hashlib.sha256(snippet.code.encode()).hexdigest()[:16]))
-    if pending:
-        pytest.xfail(pending)
     if "docker" in snippet.needs:
         reason = request.getfixturevalue("docker")
         if reason is not None:
