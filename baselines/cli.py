@@ -1,4 +1,5 @@
-"""The command line shared by ``python -m baselines.marft|marft_shared|ippo``.
+"""The command line shared by the method modules (``python -m baselines.marft`` and the others
+the registry, :mod:`baselines.core.methods`, names).
 
     python -m baselines.marft --env ID --model NAME_OR_PATH [--config FILE] [--out DIR]
                               [--resume DIR] [--overwrite] [key=value ...]
@@ -25,7 +26,7 @@ from .core.config import (
     config_help,
     load_config,
 )
-from .methods import preset_of
+from .core.methods import METHODS, get_method
 
 
 def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -126,7 +127,6 @@ def team_agents(env_id: str, overrides: dict) -> list[str]:
 def check_envs(cfg: Config) -> None:
     """Fail before any model loads: the environment ids, the keys of ``env.overrides``, and an
     evaluation team whose every agent has a trained policy adapter."""
-    from .methods import get_method
     from .trainer import env_overrides
 
     train_id, train_kw = env_overrides(cfg, for_eval=False)
@@ -154,29 +154,9 @@ def describe(cfg: Config) -> str:
     )
 
 
-#: The description ``python -m baselines.<method> --help`` shows, per method module.
+#: The method modules, ``python -m baselines.<module>``, each with its method's summary.
 DESCRIPTIONS: dict[str, str] = {
-    "marft": (
-        "MARFT: one LoRA adapter per agent on one base model, a centralized critic, sequential "
-        "advantages."
-    ),
-    "marft_shared": (
-        "MARFT-shared: one LoRA adapter shared by all agents, a centralized critic, sequential "
-        "advantages."
-    ),
-    "ippo": (
-        "IPPO: one LoRA adapter and one critic per agent; each critic sees only its agent's "
-        "observation."
-    ),
-    "at_grpo": (
-        "AT-GRPO: no critic; tree sampling (K branches per problem, turn and agent from one "
-        "copied state), group-relative advantages; one LoRA adapter per agent "
-        "(algo.method=at_grpo_shared: one shared adapter)."
-    ),
-    "magrpo": (
-        "MAGRPO: no critic; K joint episodes per problem, group-relative advantages on the team "
-        "reward; one LoRA adapter per agent (algo.method=magrpo_shared: one shared adapter)."
-    ),
+    spec.module: METHODS[spec.module].summary for spec in METHODS.values()
 }
 
 
@@ -188,7 +168,7 @@ class MethodMain(Protocol):
 
 def method_main(preset: str) -> MethodMain:
     """The ``main(argv)`` of ``python -m baselines.<preset>``: :func:`train_main` with the
-    preset's description (:data:`DESCRIPTIONS`)."""
+    method's summary (:data:`DESCRIPTIONS`); it runs every method whose ``module`` it is."""
     if preset not in DESCRIPTIONS:
         raise ValueError(f"no method module {preset!r}; the methods are {sorted(DESCRIPTIONS)}")
 
@@ -209,9 +189,9 @@ def train_main(preset: str, description: str, argv: Sequence[str] | None = None)
     args = parser.parse_intermixed_args(argv)  # key=value may come before or after options
     try:
         cfg, out = resolve_config(preset, args)
-        # a critic-free preset also runs its shared-adapter variant (at_grpo_shared, ...)
+        # a module also runs the variants registered under it (at_grpo_shared, ...)
         wanted = cfg.algo.method
-        module = preset_of(wanted)
+        module = get_method(wanted).module
         if module != preset:
             raise ConfigError(
                 f"algo.method={wanted!r} but this is baselines.{preset}; "

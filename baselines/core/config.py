@@ -1,7 +1,8 @@
-"""Typed configuration of a baseline run: nested dataclasses, YAML presets, overrides.
+"""Typed configuration of a baseline run: nested dataclasses, presets, YAML files, overrides.
 
-Precedence (later wins): dataclass defaults < preset YAML (``baselines/configs/<preset>.yaml``)
-< user YAML file < command-line overrides ``key=value``. Keys are dotted paths
+Precedence (later wins): dataclass defaults < the method's preset
+(:meth:`baselines.core.methods.MethodSpec.preset`) < user YAML file < command-line overrides
+``key=value``. Keys are dotted paths
 (``algo.lr``) or, when unambiguous, a field's bare name (``lr``). Values are parsed as
 YAML scalars and checked against the field's type. Unknown keys and wrong types raise
 :class:`ConfigError` naming the key and what is valid. Defaults and their sources are
@@ -23,9 +24,10 @@ from typing import Any, Literal
 
 import yaml
 
+from .methods import METHODS, get_method, resolve_method
+
 __all__ = [
     "PRESETS",
-    "PRESET_DIR",
     "AlgoConfig",
     "Config",
     "ConfigError",
@@ -37,9 +39,7 @@ __all__ = [
     "load_config",
 ]
 
-PRESET_DIR = Path(__file__).resolve().parent.parent / "configs"
-PRESETS = ("marft", "marft_shared", "ippo", "at_grpo", "magrpo")
-GROUP_METHODS = ("at_grpo", "at_grpo_shared", "magrpo", "magrpo_shared")  # critic-free
+PRESETS = tuple(METHODS)  # one preset per registered method (baselines.core.methods)
 LOG_SINKS = ("console", "jsonl", "tensorboard")
 
 
@@ -95,13 +95,10 @@ class ModelConfig:
 class AlgoConfig:
     """The learning algorithm: advantages, PPO losses, optimisers."""
 
-    method: Literal[
-        "marft", "marft_shared", "ippo", "at_grpo", "at_grpo_shared", "magrpo", "magrpo_shared"
-    ] = _f(
+    method: str = _f(
         "marft",
-        "marft: adapter per agent + central critic; marft_shared: one adapter; ippo: "
-        "adapter and own critic per agent; at_grpo / magrpo (+ _shared: one adapter): "
-        "critic-free, group-relative advantages",
+        "a registered method (baselines.core.methods; other spellings resolve to it): "
+        + ", ".join(METHODS),
     )
     group_size: int = _f(
         4,
@@ -239,6 +236,7 @@ class Config:
     def validate(self) -> None:
         """Check value ranges and cross-field rules; raise :class:`ConfigError`."""
         a, m, t = self.algo, self.model, self.train
+        critic_free = get_method(_method_name(a.method)).critic_free
         checks = [
             (0.0 <= a.gamma <= 1.0, "algo.gamma must be in [0, 1]"),
             (0.0 <= a.lam <= 1.0, "algo.lam must be in [0, 1]"),
@@ -260,14 +258,14 @@ class Config:
             (a.max_grad_norm > 0, "algo.max_grad_norm must be > 0"),
             (a.rotate_every >= 1, "algo.rotate_every must be >= 1"),
             (
-                a.method not in GROUP_METHODS or a.group_size >= 2,
+                not critic_free or a.group_size >= 2,
                 (
                     f"algo.group_size={a.group_size}: a group-relative method needs >= 2 "
                     "samples per group"
                 ),
             ),
             (
-                a.method not in GROUP_METHODS or t.episodes_per_iteration % a.group_size == 0,
+                not critic_free or t.episodes_per_iteration % a.group_size == 0,
                 (
                     f"train.episodes_per_iteration={t.episodes_per_iteration} must be a "
                     f"multiple of algo.group_size={a.group_size} for {a.method} (problems per "
@@ -275,7 +273,7 @@ class Config:
                 ),
             ),
             (
-                a.method not in GROUP_METHODS or a.level == "action",
+                not critic_free or a.level == "action",
                 (
                     f"algo.level={a.level!r}: {a.method} has no critic, so no token-level "
                     "values; use algo.level=action"
@@ -490,6 +488,18 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
     raise ConfigError(f"{key}: unsupported field type {tp!r}")  # pragma: no cover
 
 
+def _method_name(value: Any) -> str:
+    """The registered name ``value`` spells (``at-grpo-shared`` -> ``at_grpo_shared``)."""
+    try:
+        return resolve_method(str(value))
+    except ValueError:
+        raise ConfigError(
+            f"algo.method: {value!r} is not valid; choose one of "
+            + ", ".join(repr(m) for m in METHODS)
+            + " (or another spelling of one)"
+        ) from None
+
+
 def _set(cfg: Config, key: str, value: Any) -> None:
     section, name, rest = _resolve_key(key)
     obj = getattr(cfg, section)
@@ -502,6 +512,8 @@ def _set(cfg: Config, key: str, value: Any) -> None:
                 raise ConfigError(f"config key {key!r}: {part!r} is not a mapping")
         mapping[rest[-1]] = value
         return
+    if dotted == "algo.method":  # any spelling of a method: its registered name
+        value = _method_name(value)
     if dotted == "model.dtype" and str(value).lower() in ("float16", "fp16", "half"):
         raise ConfigError(
             "model.dtype: float16 is not supported: it needs loss scaling to train "
@@ -573,17 +585,19 @@ def load_config(
     """Build a :class:`Config`: defaults, then the preset, the YAML ``file``, the overrides.
 
     Args:
-        preset: one of :data:`PRESETS` (a file in ``baselines/configs``).
+        preset: a registered method (any spelling); its ``MethodSpec.preset()`` is applied.
         file: optional user YAML with the same nested layout (``algo: {lr: 2e-6}``).
         overrides: ``["algo.lr=2e-6", "iterations=2", "env.overrides.horizon=2"]``.
 
     Raises:
         ConfigError: unknown preset, file, key or section; wrong type; out-of-range value.
     """
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}")
+    try:
+        spec = get_method(preset)
+    except ValueError:
+        raise ConfigError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}") from None
     cfg = Config()
-    _merge(cfg, _read_yaml(PRESET_DIR / f"{preset}.yaml", "preset"), source=f"preset {preset}")
+    _merge(cfg, spec.preset(), source=f"preset {spec.name}")
     if file is not None:
         apply_file(cfg, file)
     apply_overrides(cfg, list(overrides or []))

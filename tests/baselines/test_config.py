@@ -170,10 +170,8 @@ def test_config_help_lists_every_field_with_type_default_and_description():
             assert f"{section}.{f.name} (" in text
             assert f.metadata["help"] in text
     assert "algo.lr (float) = 1.0e-05" in text
-    assert (
-        "algo.method (one of 'marft', 'marft_shared', 'ippo', 'at_grpo', 'at_grpo_shared', "
-        "'magrpo', 'magrpo_shared') = marft" in text
-    )
+    assert "algo.method (str) = marft" in text  # the registry's names follow in its help line
+    assert "marft, marft_shared, ippo, at_grpo, at_grpo_shared, magrpo, magrpo_shared" in text
     assert "env.id (str or null) = null" in text
 
 

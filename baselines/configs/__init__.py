@@ -1,1 +1,0 @@
-"""Preset YAML configs (package data: marft.yaml, marft_shared.yaml, ippo.yaml)."""
