@@ -5,6 +5,7 @@ Resuming (a run killed mid-iteration) is in test_failure_paths.py."""
 import pytest
 import torch
 
+import marft_envs
 from baselines.core.algos import NonFiniteError
 from baselines.core.config import load_config
 from baselines.trainer import Trainer
@@ -31,6 +32,84 @@ def weights(trainer):
     return {n: trainer.model.adapter_state(n) for n in trainer.model.adapters}
 
 
+class Recorder:
+    """What one ``step()`` computed its metrics from; the trainer's own methods still run.
+
+    ``scored``: the rollout and the tensors ``_scoring_metrics`` received (copied before the
+    advantages are whitened); ``update``: (adapter, turn keys, log-probs, mask) of every policy
+    forward of the PPO update (the ones after scoring)."""
+
+    def __init__(self, trainer):
+        self.start()
+        forward, scoring = trainer._forward_policy, trainer._scoring_metrics
+
+        def forward_and_record(adapter, samples):
+            logp, ent, mask = forward(adapter, samples)
+            if self.scored is not None:
+                keys = [(s.episode, s.index) for s in samples]
+                self.update.append((adapter, keys, logp.detach().cpu().double(), mask.cpu()))
+            return logp, ent, mask
+
+        def score_and_record(rollout, samples, old_logp, ref_logp, adv, values, returns):
+            def copy(d):
+                return {k: v.detach().cpu().double().clone() for k, v in d.items()}
+
+            self.scored = {"rollout": rollout, "samples": samples, "old": copy(old_logp),
+                           "ref": copy(ref_logp), "adv": copy(adv), "values": copy(values),
+                           "returns": copy(returns)}
+            return scoring(rollout, samples, old_logp, ref_logp, adv, values, returns)
+
+        trainer._forward_policy = forward_and_record
+        trainer._scoring_metrics = score_and_record
+
+    def start(self):
+        """Forget the last step (call before each step)."""
+        self.scored, self.update = None, []
+
+
+def k3(logp, other):
+    """Schulman's k3 estimate of KL(p || q) per token sampled from p: r - log r - 1, r = q/p."""
+    log_ratio = other - logp
+    return log_ratio.exp() - log_ratio - 1.0
+
+
+def expected_metrics(tr, rec):
+    """The logged metrics, recomputed here from the recorded tensors with this test's formulas."""
+    sc, out = rec.scored, {}
+    for agent in tr.agents:
+        keys = [(s.episode, s.index) for s in sc["samples"] if s.agent == agent]
+        old = torch.cat([sc["old"][k] for k in keys])
+        out[f"agent/{agent}/kl_ref"] = k3(old, torch.cat([sc["ref"][k] for k in keys])).mean().item()
+        adv = torch.cat([sc["adv"][k] for k in keys])
+        n = adv.numel()
+        mean = adv.sum().item() / n
+        out[f"agent/{agent}/adv_mean"] = mean
+        out[f"agent/{agent}/adv_std"] = (((adv - mean) ** 2).sum().item() / (n - 1)) ** 0.5
+    for c in tr.critic_names:
+        keys = [(s.episode, s.index) for s in sc["samples"] if tr.method.critic_name(s.agent) == c]
+        v = torch.cat([sc["values"][k] for k in keys])
+        r = torch.cat([sc["returns"][k] for k in keys])
+        var_r = r.var().item()  # Bessel-corrected, as the trainer documents
+        constant = var_r <= 1e-12 * max(1.0, (r * r).mean().item())
+        out[f"critic/{c}/explained_variance"] = 0.0 if constant else 1.0 - (r - v).var().item() / var_r
+    per_adapter = {}  # adapter -> per-minibatch (kl to the reference, kl to the rollout policy)
+    for adapter, keys, logp, mask in rec.update:
+        now = torch.cat([row[m] for row, m in zip(logp, mask, strict=True)])
+        ref = torch.cat([sc["ref"][k] for k in keys])
+        old = torch.cat([sc["old"][k] for k in keys])
+        per_adapter.setdefault(adapter, []).append((k3(now, ref).mean().item(), k3(old, now).mean().item()))
+    for adapter, kls in per_adapter.items():  # each minibatch's value, averaged over minibatches
+        out[f"agent/{adapter}/kl"] = sum(k for k, _ in kls) / len(kls)
+        out[f"agent/{adapter}/kl_rollout"] = sum(k for _, k in kls) / len(kls)
+    # the score re-graded: every episode's final output through the environment's own verifier
+    env = marft_envs.make(tr.env_id)
+    verifier, dataset = env.unwrapped.verifier, env.unwrapped.dataset
+    eps = sc["rollout"].episodes
+    out["train/score"] = sum(verifier.grade(e.final_output, dataset.by_id(e.task_id)).score for e in eps) / len(eps)
+    env.close()
+    return out
+
+
 @pytest.mark.parametrize("preset,adapters", [
     ("marft", {"sender_0", "receiver_1", "critic"}),
     ("marft_shared", {"policy", "critic"}),
@@ -45,29 +124,40 @@ def test_presets_build_their_adapters_and_train(relay, tmp_path, preset, adapter
         for head in tr.critics.heads.values():
             head.linear.bias.fill_(0.5)
     before = weights(tr)
+    rec = Recorder(tr)
     m = tr.step()
     after = weights(tr)
     for name in adapters:  # every policy adapter and critic moved
         assert any(not torch.equal(before[name][k], after[name][k]) for k in before[name]), name
+    # KL (k3) to the reference and to the rollout policy, advantage mean/std, explained variance
+    # and the score: what the logged tensors give by this test's own formulas
+    expected = expected_metrics(tr, rec)
+    assert {k for k in expected if k.endswith("/kl")} == {f"agent/{a}/kl" for a in tr.policy_names}
+    for key, value in expected.items():
+        assert m[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+    # the first rollout's policy is the reference and its values constant (kl_ref and explained
+    # variance 0): the second step, after the update moved both, has non-trivial ones too
+    rec.start()
+    m2 = tr.step()
+    for key, value in expected_metrics(tr, rec).items():
+        assert m2[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+    assert all(m2[f"agent/{agent}/kl_ref"] > 0.0 for agent in tr.agents)
     for a in tr.policy_names:
-        assert m[f"agent/{a}/kl"] >= 0.0 and f"agent/{a}/entropy" in m
+        assert f"agent/{a}/entropy" in m
         # grad_accum=2: grad_norm comes only with the minibatch that ends an accumulation
         assert m[f"agent/{a}/grad_norm"] > 0.0
-        assert m[f"agent/{a}/kl_rollout"] >= 0.0 and 0.0 <= m[f"agent/{a}/clipfrac"] <= 1.0
+        assert 0.0 <= m[f"agent/{a}/clipfrac"] <= 1.0
     for agent in tr.agents:  # what each agent did, whatever adapter plays it
         assert 1.0 <= m[f"agent/{agent}/response_tokens"] <= 2.0  # model.max_new_tokens=2
         assert 0.0 <= m[f"agent/{agent}/truncated_frac"] <= 1.0
-        assert m[f"agent/{agent}/kl_ref"] >= 0.0 and m[f"agent/{agent}/adv_std"] >= 0.0
-        assert f"agent/{agent}/adv_mean" in m
     # every agent acts once in each of the 6 one-round episodes: the rollout's sampled tokens
     sampled = sum(m[f"agent/{agent}/response_tokens"] * 6 for agent in tr.agents)
     assert m["train/generated_tokens"] == pytest.approx(sampled)
     assert ("agent/sender_0/value_change" in m) == (preset != "ippo")  # centralized critic only
     for c in tr.critic_names:
         assert f"critic/{c}/value_loss" in m and m[f"critic/{c}/grad_norm"] > 0.0
-        assert m[f"critic/{c}/explained_variance"] <= 1.0
     assert m["train/infra_errors"] == 0.0 and m["train/episodes"] == 6.0
-    assert 0.0 <= m["train/score"] <= 1.0 and 0.0 <= m["time/other_fraction"] <= 1.0
+    assert 0.0 <= m["time/other_fraction"] <= 1.0
 
 
 def test_agent_by_agent_trains_one_agent_at_a_time(relay, tmp_path):
