@@ -29,6 +29,7 @@ Method = Literal[
     "at-grpo-shared",
     "magrpo",
     "magrpo-shared",
+    "dr-grpo",
     "other",
 ]
 # the database stores the method as a plain string (no constraint), so adding one needs no migration

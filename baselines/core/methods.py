@@ -270,3 +270,19 @@ _with_shared_variant(
         algo={"normalize_advantages": False, "scale_by_std": True},
     )
 )
+# Dr. GRPO (Liu et al., 2025): MAGRPO's groups with the unbiased loss: no std, no length
+# normalisation (baselines/dr_grpo.py).
+register_method(
+    MethodSpec(
+        "dr_grpo",
+        "Dr. GRPO: no critic; K joint episodes per problem, advantages centred on the group "
+        "mean without std scaling, token sums over a constant (unbiased loss); one LoRA adapter "
+        "per agent.",
+        rollout=JOINT,
+        estimator="group",
+        critic=None,
+        shared_adapters=False,
+        loss_agg="seq_sum_norm",
+        algo={"normalize_advantages": False, "scale_by_std": False},
+    )
+)
