@@ -31,7 +31,8 @@ class FinalView:
 
     ``agent`` (with its ``role``) would have acted next; ``state`` is ``env.state()`` there (a
     centralized critic's input); ``messages[a]`` is what agent ``a`` would see on its next turn
-    (an own-observation critic's input), as chat messages.
+    (an own-observation critic's input), as chat messages: for an agent that already acted in a
+    round the cut left unfinished, the next round's view with that round's actions so far.
     """
 
     agent: str

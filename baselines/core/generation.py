@@ -9,7 +9,8 @@ once, each adapter passed as a ``LoRARequest``; see docs/distributed.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -80,6 +81,49 @@ def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, 
     return ids, mask
 
 
+def generation_config(sampling: SamplingSpec, pad_id: int | None, stop_ids: Sequence[int]):
+    """A ``transformers.GenerationConfig`` built from ``sampling`` alone: the temperature and
+    top-p the trainer scores with, no top-k, and every other logits processor off (repetition
+    and n-gram penalties, minimum lengths, suppressed or forced tokens, ...), so a rollout
+    samples from exactly the policy whose log-probabilities the PPO ratio uses. Only the stop
+    ids come from outside (the tokenizer's EOS and the checkpoint's ``eos_token_id``)."""
+    from transformers import GenerationConfig
+
+    fields: dict = {
+        "max_new_tokens": sampling.max_new_tokens,
+        "pad_token_id": pad_id,
+        "eos_token_id": list(stop_ids),
+        "do_sample": not sampling.greedy,
+        "num_beams": 1,
+        "repetition_penalty": 1.0,
+        "no_repeat_ngram_size": 0,
+        "min_new_tokens": 0,
+        "renormalize_logits": False,
+        "remove_invalid_values": False,
+    }
+    if not sampling.greedy:
+        fields.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+    return GenerationConfig(**fields)
+
+
+@contextlib.contextmanager
+def only_given_config(model) -> Iterator[None]:
+    """Inside: ``model.generation_config`` is a blank ``GenerationConfig``, restored after.
+
+    ``generate(generation_config=...)`` fills every field the given config leaves unset
+    (``None``: sequence bias, bad words, suppressed tokens, min-p, typical-p, stop strings, ...)
+    from the model's own config, i.e. a checkpoint's ``generation_config.json``; with a blank one
+    there is nothing to fill them from but transformers' neutral defaults."""
+    from transformers import GenerationConfig
+
+    own = model.generation_config
+    model.generation_config = GenerationConfig()
+    try:
+        yield
+    finally:
+        model.generation_config = own
+
+
 class SampledLogprobs:
     """A transformers logits processor that records the log-probability of each sampled token.
 
@@ -144,35 +188,23 @@ class HFGenerator:
     def _generate_chunk(self, adapter, prompts, sampling: SamplingSpec, result: Generation) -> None:
         pad = self.tokenizer.pad_token_id
         ids, mask = left_pad(prompts, pad)
-        kwargs = {
-            "max_new_tokens": sampling.max_new_tokens,
-            "pad_token_id": pad,
-            "eos_token_id": self.stop_ids,
-            "do_sample": not sampling.greedy,
-        }
-        if not sampling.greedy:
-            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
-        else:
-            kwargs.update(temperature=None, top_p=None, top_k=None)
         from transformers import LogitsProcessorList
 
         recorder = SampledLogprobs(1.0 if sampling.greedy else sampling.temperature)
-        kwargs["logits_processor"] = LogitsProcessorList([recorder])
+        kwargs = {
+            "generation_config": generation_config(sampling, pad, self.stop_ids),
+            "logits_processor": LogitsProcessorList([recorder]),
+        }
         device = self.model.device
         peft = self.model.peft
         was_training = peft.training
         peft.eval()
         try:
-            if adapter is None:
-                with self.model.reference():
-                    out = peft.generate(
-                        input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs
-                    )
-            else:
-                with self.model.using(adapter):
-                    out = peft.generate(
-                        input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs
-                    )
+            policy = self.model.reference() if adapter is None else self.model.using(adapter)
+            with policy, only_given_config(peft.get_base_model()):
+                out = peft.generate(
+                    input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs
+                )
         finally:
             peft.train(was_training)
         new_ids = out[:, ids.shape[1] :]

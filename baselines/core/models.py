@@ -501,6 +501,7 @@ class AdapterModel:
 
         self._lora_layers = [m for m in self.peft.modules() if isinstance(m, BaseTunerLayer)]
         self._active = ""  # no adapter yet: use() below activates the first
+        self._reference = False  # inside reference(): adapters disabled
         self.use(self.adapters[0])
 
     def _collect(self, name: str) -> list[nn.Parameter]:
@@ -558,15 +559,54 @@ class AdapterModel:
         peft re-enables adapters on exit through ``set_adapter``, which freezes all but the
         active one; every adapter is made trainable again afterwards.
         """
+        self._reference = True
         try:
             with self.peft.disable_adapter():
                 yield
         finally:
+            self._reference = False
             for layer in self._lora_layers:
                 layer._active_adapter = [self._active]
             for params in self._params.values():
                 for p in params:
                     p.requires_grad_(True)
+
+    def enable_gradient_checkpointing(self) -> None:
+        """Non-reentrant activation checkpointing of the base model's layers, each layer
+        recomputed in the backward pass under the adapter that ran its forward.
+
+        A layer's backward recomputes its forward with whatever adapter the LoRA layers hold at
+        that moment; the trainer runs each forward inside :meth:`using` and its backward after
+        the block has restored another adapter, so without this every adapter but the one
+        active outside would train on another adapter's activations.
+        """
+        kwargs = {"use_reentrant": False, "context_fn": self._checkpoint_contexts}
+        base = self.peft.get_base_model()
+        enable = getattr(base, "activation_checkpointing_enable", None)
+        if enable is not None:  # transformers >= 5 (gradient_checkpointing_enable is deprecated)
+            enable(activation_checkpointing_kwargs=kwargs)
+        else:
+            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+        base.enable_input_require_grads()
+
+    def _checkpoint_contexts(self) -> tuple[contextlib.AbstractContextManager, Any]:
+        """``torch.utils.checkpoint``'s ``context_fn``: called when a checkpointed layer runs
+        forward, it returns (forward context, recomputation context); the second re-activates
+        the adapter (or the bare base) active now."""
+        return contextlib.nullcontext(), self._recompute_as(self._active, self._reference)
+
+    @contextlib.contextmanager
+    def _recompute_as(self, name: str, disabled: bool) -> Iterator[None]:
+        saved = [(layer._active_adapter, layer._disable_adapters) for layer in self._lora_layers]
+        for layer in self._lora_layers:
+            layer._active_adapter = [name]
+            layer._disable_adapters = disabled
+        try:
+            yield
+        finally:
+            for layer, (active, off) in zip(self._lora_layers, saved, strict=True):
+                layer._active_adapter = active
+                layer._disable_adapters = off
 
     def parameters(self, name: str) -> list[nn.Parameter]:
         """The trainable LoRA parameters of adapter ``name``."""

@@ -109,6 +109,19 @@ def test_a_truncated_episode_records_where_it_stopped():
     assert not ep.truncated and ep.final_view is None
 
 
+def test_a_cut_mid_round_shows_an_agent_that_already_acted_its_next_rounds_view():
+    # 3 rounds, cut after 4 turns: reasoner_0 acted in round 2, so its next turn is round 3's,
+    # with its own round-2 action in the history (no feedback: round 2 was never graded)
+    env = marft_envs.make("arith-3agent", horizon=3, max_turns=4, feedback="verdict")
+    ep = play_episode(env, lambda e, a, o: f"{a} in round {o['round']}", seed=0)
+    mine = ep.final_view.messages["reasoner_0"][-1]["content"]
+    assert ep.turns[-1].action in mine and "## Round 2 of 3\n[reasoner_0]" in mine
+    assert "Teammates this round" not in mine
+    # an agent that has not acted yet in the cut round: the view it would act on now
+    actor = ep.final_view.messages["actor_1"][-1]["content"]
+    assert "## Teammates this round\n[reasoner_0]" in actor and "## Round 2 of 3" not in actor
+
+
 def test_infos_carry_the_verdict():
     env = marft_envs.make("arith-2agent")
     env.reset(seed=0)
