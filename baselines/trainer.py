@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
@@ -95,29 +94,9 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-CUBLAS_WORKSPACE = ":4096:8"  # what torch's reproducibility notes ask cuBLAS for
-
-
-def use_deterministic_algorithms() -> None:
-    """``torch.use_deterministic_algorithms(True)`` (``train.deterministic``), with
-    ``CUBLAS_WORKSPACE_CONFIG`` set first: on CUDA >= 10.2 deterministic cuBLAS needs it, and
-    without it the first matmul raises. cuBLAS (and torch's workspace) read it once, at the
-    first GPU matmul, which cannot be seen from here: once CUDA is initialised without it
-    (a model already on the GPU), setting it may be too late, so the run stops here with
-    what to set instead."""
-    if "CUBLAS_WORKSPACE_CONFIG" not in os.environ:
-        if torch.cuda.is_initialized():
-            raise ConfigError(
-                "train.deterministic=true needs CUBLAS_WORKSPACE_CONFIG set before CUDA "
-                f"initialises, and CUDA is already initialised: export "
-                f"CUBLAS_WORKSPACE_CONFIG={CUBLAS_WORKSPACE} before starting Python"
-            )
-        os.environ["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE
-    torch.use_deterministic_algorithms(True)
-
-
 def env_overrides(cfg: Config, for_eval: bool) -> tuple[str, dict[str, Any]]:
-    """The environment id and ``make`` overrides of training or evaluation.
+    """The environment id (resolved to its version: ``arith-2agent`` -> ``arith-2agent-v1``, the
+    id logs, checkpoints and bundles record) and ``make`` overrides of training or evaluation.
 
     Training uses ``split=train`` when the user set no split and the env's dataset has a
     train split (registered ids default to their test split, which is what evaluation uses).
@@ -144,7 +123,7 @@ def env_overrides(cfg: Config, for_eval: bool) -> tuple[str, dict[str, Any]]:
                 overrides["split"] = "train"
         except (KeyError, ValueError):
             pass
-    return env_id, overrides
+    return spec.id, overrides
 
 
 def _minibatches(indices: Sequence[int], size: int, generator: torch.Generator) -> list[list[int]]:
@@ -160,35 +139,16 @@ def _pad(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
     return out
 
 
-class LRSchedule:
-    """The learning-rate factor of one optimiser at its step ``step`` (a ``LambdaLR`` lambda):
-    linear warmup over ``warmup`` steps, then constant, linear or cosine decay that reaches 0
-    at step ``total``, that optimiser's own number of steps in the run
-    (:meth:`Trainer.lr_horizon`). A plain object, so ``LambdaLR.state_dict`` checkpoints
-    ``total`` with it."""
-
-    def __init__(self, kind: str, warmup: int, total: int):
-        self.kind, self.warmup, self.total = kind, warmup, total
-
-    def __call__(self, step: int) -> float:
-        warmup, total = self.warmup, self.total
+def _schedule(kind: str, warmup: int, total: int) -> Callable[[int], float]:
+    def factor(step: int) -> float:
         if warmup and step < warmup:
             return (step + 1) / warmup
-        if self.kind == "constant" or total <= warmup:
+        if kind == "constant" or total <= warmup:
             return 1.0
         progress = min(1.0, (step - warmup) / max(1, total - warmup))
-        if self.kind == "linear":
-            return 1.0 - progress
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
+        return 1.0 - progress if kind == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
 
-
-def optimiser_steps(samples: int, minibatch_size: int, grad_accum: int, epochs: int) -> int:
-    """Optimiser steps of one update on ``samples`` turns: every epoch splits them into
-    minibatches of ``minibatch_size`` and steps once per ``grad_accum`` minibatches (a trailing
-    smaller group steps too)."""
-    if samples <= 0:
-        return 0
-    return epochs * math.ceil(math.ceil(samples / minibatch_size) / grad_accum)
+    return factor
 
 
 class Trainer:
@@ -209,7 +169,7 @@ class Trainer:
         self.method = get_method(cfg.algo.method)
         self.device = resolve_device(cfg.train.device)
         if cfg.train.deterministic:
-            use_deterministic_algorithms()
+            torch.use_deterministic_algorithms(True)
         seed_everything(cfg.train.seed)
         env_id, overrides = env_overrides(cfg, for_eval=False)
         self.env_id = env_id
@@ -240,6 +200,11 @@ class Trainer:
                 cfg.train.seed,
             )
         model.to(self.device)
+        if cfg.model.gradient_checkpointing:
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False}
+            )
+            model.enable_input_require_grads()
         self.policy_names = self.method.policy_adapters(self.agents)
         self.critic_names = self.method.critic_names(self.agents)
         lora = LoraSpec(
@@ -255,9 +220,6 @@ class Trainer:
             critic_base = copy.deepcopy(model)
             self.model = AdapterModel(model, tokenizer, self.policy_names, lora)
             self.critic_model = AdapterModel(critic_base, tokenizer, self.critic_names, lora)
-        if cfg.model.gradient_checkpointing:  # each layer recomputed under its own adapter
-            for m in self.adapter_models():
-                m.enable_gradient_checkpointing()
         self.critics = Critics(self.critic_model, self.critic_names, self.method.critic_kind)
         self.pad_id = tokenizer.pad_token_id
         self.generator: Generator
@@ -287,15 +249,14 @@ class Trainer:
             self.optimizers[f"critic/{name}"] = torch.optim.AdamW(
                 self.critics.parameters(name), lr=a.critic_lr, weight_decay=a.weight_decay
             )
-        self.iteration = 0
-        # each optimiser decays over its own number of steps: a per-agent adapter sees only its
-        # agent's turns, a critic every turn of every round (revised each iteration, lr_horizon)
+        per_step = a.minibatch_size * a.grad_accum
+        turns = cfg.train.episodes_per_iteration * len(self.agents)
+        total = cfg.train.iterations * a.ppo_epochs * max(1, math.ceil(turns / per_step))
         self.schedulers = {
-            k: torch.optim.lr_scheduler.LambdaLR(
-                opt, LRSchedule(a.scheduler, a.warmup_steps, self.lr_horizon(k, None))
-            )
+            k: torch.optim.lr_scheduler.LambdaLR(opt, _schedule(a.scheduler, a.warmup_steps, total))
             for k, opt in self.optimizers.items()
         }
+        self.iteration = 0
         self.history: list[dict[str, Any]] = []
         self.logger = logger
         # called as hook(iteration, episodes) after every evaluate(): what a caller needs to keep
@@ -561,6 +522,7 @@ class Trainer:
             },
             "history": self.history,
             "config": self.cfg.to_dict(),
+            "env_id": self.env_id,  # the versioned id trained on
         }
 
     def save(self) -> Path:
@@ -579,6 +541,12 @@ class Trainer:
     def load(self, path: str | Path) -> int:
         """Restore a checkpoint (a ``step_*`` folder or a run directory); returns its iteration."""
         state = load_checkpoint(path)
+        trained_on = state.get("env_id", self.env_id)  # older checkpoints do not say
+        if trained_on != self.env_id:
+            raise ConfigError(
+                f"checkpoint {state['path']} was trained on {trained_on!r} but this run builds "
+                f"{self.env_id!r}; set env.id={trained_on} to resume on the same version"
+            )
         models = self.adapter_models()
         missing = {n for m in models for n in m.adapters} - set(state["adapters"])
         if missing:
@@ -769,10 +737,7 @@ class Trainer:
         for k, mb in enumerate(groups):
             loss, st = loss_fn(mb)
             algos.check_finite(f"{key} loss", loss.detach())
-            # the mean over the minibatches of this step: a trailing group holds fewer than
-            # grad_accum, and dividing it by grad_accum would under-weight its minibatches
-            size = min(accum, len(groups) - (k // accum) * accum)
-            (loss / size).backward()
+            (loss / accum).backward()
             stats.append(st)
             if (k + 1) % accum == 0 or k == len(groups) - 1:
                 norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.algo.max_grad_norm)
@@ -782,53 +747,6 @@ class Trainer:
                 opt.zero_grad(set_to_none=True)
                 st["grad_norm"] = float(norm)
         return stats
-
-    def planned_turns(self, key: str, iteration: int) -> int:
-        """Turns optimiser ``key`` (``policy/<adapter>`` or ``critic/<name>``) trains on in
-        ``iteration`` when every episode plays all ``horizon`` rounds: the plan, an upper bound
-        when episodes can end early (``stop_on_correct``, ``max_turns``)."""
-        kind, name = key.split("/", 1)
-        if kind == "policy":
-            agents = [
-                a for a in self.agents_to_train(iteration) if self.method.policy_adapter(a) == name
-            ]
-        else:
-            agents = [a for a in self.agents if self.method.critic_name(a) == name]
-        return self.cfg.train.episodes_per_iteration * self._horizon() * len(agents)
-
-    def _horizon(self) -> int:
-        """Rounds per training episode (``horizon`` of the env's spec or ``env.overrides``)."""
-        spec = marft_envs.spec(self.env_id)
-        return int({**spec.kwargs, **self._train_overrides}.get("horizon", 1))
-
-    def lr_horizon(self, key: str, turns_now: int | None) -> int:
-        """The total optimiser steps of ``key`` in the run: the steps taken so far, this
-        iteration's (``turns_now`` turns, known once the rollout is played; ``None``: planned
-        too) and the planned steps of every later iteration."""
-        a = self.cfg.algo
-
-        def steps(turns: int) -> int:
-            return optimiser_steps(turns, a.minibatch_size, a.grad_accum, a.ppo_epochs)
-
-        done = self.schedulers[key].last_epoch if turns_now is not None else 0
-        start = self.iteration if turns_now is None else self.iteration + 1
-        now = steps(turns_now) if turns_now is not None else 0
-        later = sum(
-            steps(self.planned_turns(key, k)) for k in range(start, self.cfg.train.iterations)
-        )
-        return done + now + later
-
-    def _set_lr_horizon(self, key: str, turns_now: int) -> None:
-        """Revise optimiser ``key``'s decay horizon with this iteration's actual turn count
-        (episodes that ended early train fewer turns than planned), so its last step of the
-        run is the one that reaches the final learning rate, and set the rate it steps with
-        next accordingly."""
-        opt, sched = self.optimizers[key], self.schedulers[key]
-        fn = cast(LRSchedule, sched.lr_lambdas[0])  # built so in __init__
-        fn.total = self.lr_horizon(key, turns_now)
-        for group, base in zip(opt.param_groups, sched.base_lrs, strict=True):
-            group["lr"] = base * fn(sched.last_epoch)
-        sched._last_lr = [float(g["lr"]) for g in opt.param_groups]
 
     @staticmethod
     def _mean_stats(prefix: str, stats: list[dict[str, float]]) -> dict[str, float]:
@@ -883,7 +801,6 @@ class Trainer:
                 return loss, st
 
             stats = []
-            self._set_lr_horizon(f"policy/{adapter}", len(idx))
             for _ in range(a.ppo_epochs):
                 stats += self._optimise(
                     f"policy/{adapter}", _minibatches(idx, a.minibatch_size, generator), loss_fn
@@ -919,7 +836,6 @@ class Trainer:
                 return a.vf_coef * loss, st
 
             stats = []
-            self._set_lr_horizon(f"critic/{name}", len(idx))
             for _ in range(a.ppo_epochs):
                 stats += self._optimise(
                     f"critic/{name}", _minibatches(idx, a.minibatch_size, generator), loss_fn

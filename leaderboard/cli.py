@@ -22,6 +22,7 @@ DEFAULT_DB = "sqlite:///leaderboard.db"
 EXPORT_COLUMNS = (
     "rank",
     "env_id",
+    "env_version",
     "method",
     "model",
     "team_size",
@@ -30,6 +31,7 @@ EXPORT_COLUMNS = (
     "ci_high",
     "grader_version",
     "stale",
+    "unversioned",
     "claimed_score",
     "n_tasks",
     "n_episodes",
@@ -57,7 +59,8 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _flat(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    # rank is empty for stale rows (graded by an older grader version: never ranked)
+    # rank is empty for stale rows (graded by an older grader version) and unversioned rows
+    # (stored before environment versions): neither is ranked
     return [{k: r[k] for k in EXPORT_COLUMNS} for r in rows]
 
 
@@ -193,6 +196,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     columns = (
         "#",
         "env",
+        "version",
         "method",
         "model",
         "team",
@@ -212,6 +216,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         table.add_row(
             "-" if r["rank"] is None else str(r["rank"]),
             r["env_id"],
+            "unversioned" if r["env_version"] is None else f"v{r['env_version']}",
             r["method"],
             r["model"],
             str(r["team_size"]),

@@ -17,7 +17,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import CursorResult, Engine, create_engine, event, func, make_url, select, update
+from sqlalchemy import (
+    CursorResult,
+    Engine,
+    create_engine,
+    event,
+    func,
+    make_url,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, selectinload, sessionmaker
 from sqlalchemy.pool import StaticPool
@@ -224,10 +234,24 @@ class Database:
         method: str | None = None,
         team_size: int | None = None,
     ) -> list[Submission]:
-        """Submissions (without episodes) matching the filters, best verified score first."""
+        """Submissions (without episodes) matching the filters, best verified score first.
+
+        ``env`` with a version (``math-3agent-v1``) matches that version; without one
+        (``math-3agent``) every version of the id and its unversioned rows."""
         q = select(Submission)
         if env:
-            q = q.where(Submission.env_id == env)
+            from marft_envs.registry import parse_env_id
+
+            if parse_env_id(env)[1] is None:
+                escaped = env.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                q = q.where(
+                    or_(
+                        Submission.env_id == env,
+                        Submission.env_id.like(f"{escaped}-v%", escape="\\"),
+                    )
+                )
+            else:
+                q = q.where(Submission.env_id == env)
         if family:
             q = q.where(Submission.env_family == family)
         if method:

@@ -26,14 +26,15 @@ def current_grader_version(env_id: str) -> str | None:
     its environment cannot be built here (its data is missing, say)."""
     import marft_envs
 
-    spec = marft_envs.registry.get(env_id)
-    if spec is None:
+    try:  # an unversioned id (a row stored before versions) resolves to its newest version
+        spec = marft_envs.spec(env_id)
+    except KeyError:
         return None
     with _LOCK:
         hit = _VERIFIERS.get(env_id)
         if hit is None or hit[0] is not spec:
             try:
-                env = marft_envs.make(env_id)
+                env = marft_envs.make(spec)  # by spec: an older version is no cause to warn
             except (OSError, ValueError, KeyError, TypeError):
                 return None
             try:

@@ -40,6 +40,9 @@ class Submission(Base):
     ``grader_version`` names the grader that produced the stored score; ``previous_score`` and
     ``previous_grader_version`` keep the grade it replaced when it was last re-graded (None
     until then). ``bundle_grader_version`` is the bundle's own (that of ``claimed_score``).
+    ``env_version`` (the N of ``env_id``'s ``-vN``) and ``env_fingerprint`` (the environment
+    fingerprint the leaderboard re-computed and matched) are None for rows from bundles written
+    before environment versions (schema 1 and 2): those rows are *unversioned*, never ranked.
     """
 
     __tablename__ = "submissions"
@@ -52,6 +55,10 @@ class Submission(Base):
     schema_version: Mapped[int] = mapped_column(Integer)
     env_id: Mapped[str] = mapped_column(String(200), index=True)
     env_family: Mapped[str] = mapped_column(String(200), index=True)
+    env_version: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
+    env_fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # the digests of the fingerprint's parts, so that a re-grade re-checks the whole fingerprint
+    env_fingerprint_parts: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
     env_spec: Mapped[dict[str, Any]] = mapped_column(JSON)
     dataset_name: Mapped[str] = mapped_column(String(200))
     dataset_split: Mapped[str] = mapped_column(String(200))
@@ -109,6 +116,8 @@ def submission_summary(sub: Submission) -> dict[str, Any]:
         "id": sub.id,
         "env_id": sub.env_id,
         "env_family": sub.env_family,
+        "env_version": sub.env_version,
+        "env_fingerprint": sub.env_fingerprint,
         "method": sub.method,
         "model": sub.model,
         "team_size": sub.team_size,

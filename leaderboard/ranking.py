@@ -1,15 +1,18 @@
-"""Leaderboard rows in ranking order: the rule that never mixes graders.
+"""Leaderboard rows in ranking order: the rules that never mix graders or environment versions.
 
-Only rows graded by the current grader version of their environment are ranked (``rank`` 1, 2,
-... within each environment family); rows graded by another version are ``stale``: listed after
-the ranked ones with ``rank`` None, their score shown with the version that produced it, until
-they are re-graded.
+Rows are ranked (``rank`` 1, 2, ...) within one *ranking group*: an environment family and one
+environment version (``arith`` at ``v1``: ``arith-2agent-v1``, ``arith-3agent-v1``, ...); a
+bundle made on ``-v1`` is ranked under v1 only, also after a ``-v2`` exists. Within a group only
+rows graded by the current grader version of their environment are ranked; rows graded by
+another version are ``stale``: listed after the ranked ones with ``rank`` None, their score shown
+with the version that produced it, until they are re-graded. Rows stored from bundles without an
+environment fingerprint (before versions) are ``unversioned``: listed, never ranked.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from leaderboard.graders import grading_status
@@ -23,7 +26,16 @@ SORT_KEYS = {
     "model": lambda r: r["model"].lower(),
     "date": lambda r: r["created_at"] or "",
     "env": lambda r: r["env_id"],
+    "version": lambda r: -1 if r.get("env_version") is None else r["env_version"],
 }
+
+
+def ranking_group(row: Mapping[str, Any]) -> str:
+    """The group a row is ranked in: ``"<family>-v<N>"``, or ``"<family>-unversioned"`` for a
+    row without an environment version (those are never ranked)."""
+    version = row.get("env_version")
+    suffix = "unversioned" if version is None else f"v{version}"
+    return f"{row['env_family']}-{suffix}"
 
 
 def sort_rows(rows: list[dict[str, Any]], sort: str, order: str) -> list[dict[str, Any]]:
@@ -35,22 +47,31 @@ def sort_rows(rows: list[dict[str, Any]], sort: str, order: str) -> list[dict[st
 def rank_rows(
     rows: Iterable[dict[str, Any]], sort: str = "score", order: str = "desc"
 ) -> list[dict[str, Any]]:
-    """Summary rows with ``current_grader_version``, ``stale`` and ``rank`` added: the current
-    rows sorted and ranked, then the stale rows sorted the same way (``rank`` None).
+    """Summary rows with ``current_grader_version``, ``stale``, ``unversioned``, ``group`` and
+    ``rank`` added: the current versioned rows sorted and ranked, then the stale and the
+    unversioned rows sorted the same way (``rank`` None).
 
-    Ranks count within each environment family (``env_family``, one table on the page): the
-    families are graded by different graders (math, code), so one ranking across them would mix
-    graders too.
+    Ranks count within each ranking group (:func:`ranking_group`, one table on the page): the
+    families are graded by different graders (math, code), and different versions of an
+    environment show agents different things, so one ranking across either would mix them.
     """
-    rows = [{**r, **grading_status(r)} for r in rows]
-    current = sort_rows([r for r in rows if not r["stale"]], sort, order)
-    stale = sort_rows([r for r in rows if r["stale"]], sort, order)
+    rows = [
+        {
+            **r,
+            **grading_status(r),
+            "unversioned": r.get("env_version") is None,
+            "group": ranking_group(r),
+        }
+        for r in rows
+    ]
+    current = sort_rows([r for r in rows if not r["stale"] and not r["unversioned"]], sort, order)
+    rest = sort_rows([r for r in rows if r["stale"] or r["unversioned"]], sort, order)
     seen: Counter[str] = Counter()
     ranked = []
     for r in current:
-        seen[r["env_family"]] += 1
-        ranked.append({**r, "rank": seen[r["env_family"]]})
-    return ranked + [{**r, "rank": None} for r in stale]
+        seen[r["group"]] += 1
+        ranked.append({**r, "rank": seen[r["group"]]})
+    return ranked + [{**r, "rank": None} for r in rest]
 
 
 def leaderboard_rows(

@@ -21,6 +21,15 @@ The rules (documented in ``docs/leaderboard.md``):
   means with n = number of tasks (see :func:`wilson_interval`).
 * The grade names the grader version of the rebuilt environment's verifier
   (``marft_envs.grader_version``), so a stored grade says which rules produced it.
+* Environment versions: a bundle names a versioned id (``math-3agent-v1``) and the fingerprint
+  of the environment it was played on. The fingerprint of the rebuilt environment, taken under
+  the bundle's ``grader_version``, must equal it (:func:`check_fingerprint`); otherwise the
+  bundle was played on another environment than the id it claims and is refused, naming both
+  fingerprints and the parts that differ. A grade keeps the id's version, and rows are ranked
+  only against rows of the same version. A schema 3 bundle without a fingerprint, or whose
+  fingerprint is not the digest of its parts, is refused by the schema. Older bundles (schema 1
+  and 2, written before versions) are still graded, against the newest version of their id, as
+  *unversioned* grades: listed, never ranked.
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from leaderboard.schema import Bundle
+from leaderboard.schema import SCHEMA_VERSION, Bundle
 
 SAFE_OVERRIDES = frozenset({"split", "horizon", "feedback", "reward_to", "seed", "stop_on_correct"})
 """``make()`` keyword arguments a bundle may set differently from the registered spec."""
@@ -79,6 +88,10 @@ class Grade:
     n_tasks: int
     episodes: tuple[EpisodeGrade, ...]
     grader_version: str
+    env_version: int | None = None
+    """The N of the bundle's ``-vN`` id (None: an unversioned bundle, never ranked)."""
+    env_fingerprint: str | None = None
+    """The fingerprint digest re-computed and matched (None: an unversioned bundle)."""
 
 
 def wilson_interval(p: float, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -138,11 +151,38 @@ def build_env(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None)
         ) from None
     overrides = {**overrides_for(bundle, spec.kwargs), **_applicable(spec, server_overrides or {})}
     try:
-        return marft_envs.make(bundle.env_id, **overrides)
+        # by spec, not by id: re-grading an older version is no reason for an out-of-date warning
+        return marft_envs.make(spec, **overrides)
     except (TypeError, ValueError, KeyError) as e:
         raise BundleRejected(
             f"cannot build {bundle.env_id!r} with overrides {overrides}: {e}"
         ) from None
+
+
+def check_fingerprint(bundle: Bundle, env: Any) -> str:
+    """The fingerprint of the rebuilt ``env`` under the bundle's grader version, which must be
+    the bundle's own; returns its digest. Refuses (naming both digests and the parts that
+    differ) a bundle played on another environment than the one its versioned id names."""
+    from marft_envs.fingerprint import env_fingerprint
+
+    claimed = bundle.fingerprint
+    if claimed is None:
+        raise BundleRejected(
+            f"bundle (schema {bundle.schema_version}) has no environment fingerprint to check; "
+            f"bundles of schema {SCHEMA_VERSION} (Bundle.from_episodes) carry one"
+        )
+    here = env_fingerprint(env, grader_version=bundle.grader_version)
+    if here.digest != claimed.digest:
+        parts = ", ".join(here.differing_parts(claimed.parts)) or "none named"
+        raise BundleRejected(
+            f"fingerprint mismatch for {bundle.env_id!r}: the bundle claims "
+            f"{claimed.digest[:16]}... but {bundle.env_id!r} (with the bundle's overrides) has "
+            f"{here.digest[:16]}... here; parts that differ: {parts}. The episodes were played "
+            "on another environment than the id says (a changed prompt, workflow, dataset or "
+            "episode rule); evaluate on the registered id, or register the change as a new "
+            "version"
+        )
+    return here.digest
 
 
 def check_bundle(bundle: Bundle, env: Any) -> list[str]:
@@ -290,11 +330,14 @@ def summarise(grades: list[EpisodeGrade], n_tasks: int) -> tuple[float, float, f
 
 def regrade(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None) -> Grade:
     """Validate and re-grade a bundle. Raises :class:`BundleRejected` or
-    :class:`GradingUnavailable`."""
+    :class:`GradingUnavailable`. A bundle without a fingerprint (schema 1 and 2) gets an
+    unversioned grade (``env_version`` None: never ranked)."""
     import marft_envs
+    from marft_envs.registry import parse_env_id
 
     env = build_env(bundle, server_overrides)
     try:
+        fingerprint = None if bundle.fingerprint is None else check_fingerprint(bundle, env)
         eval_ids = check_bundle(bundle, env)
         version = marft_envs.grader_version(env)
         grades = grade_episodes(bundle, env)
@@ -304,4 +347,15 @@ def regrade(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None) -
             close()
     score, low, high = summarise(grades, len(eval_ids))
     family = marft_envs.spec(bundle.env_id).family
-    return Grade(family, score, low, high, len(eval_ids), tuple(grades), version)
+    env_version = parse_env_id(bundle.env_id)[1] if fingerprint is not None else None
+    return Grade(
+        family,
+        score,
+        low,
+        high,
+        len(eval_ids),
+        tuple(grades),
+        version,
+        env_version=env_version,
+        env_fingerprint=fingerprint,
+    )

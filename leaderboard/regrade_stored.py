@@ -20,7 +20,7 @@ from leaderboard.db import Database
 from leaderboard.graders import current_grader_version
 from leaderboard.models import Submission
 from leaderboard.regrade import BundleRejected, GradingUnavailable, regrade
-from leaderboard.schema import Bundle, DatasetRef, EpisodeRecord, TurnRecord
+from leaderboard.schema import Bundle, DatasetRef, EpisodeRecord, FingerprintRef, TurnRecord
 
 Status = Literal["regraded", "infra_error", "rejected", "skipped"]
 
@@ -49,9 +49,16 @@ def stored_bundle(sub: Submission) -> Bundle:
     """The bundle a stored submission (loaded with its episodes) was accepted as.
 
     ``dataset.size`` is the stored number of tasks: the same evaluation set (the first
-    ``n_tasks`` tasks of the split) whether the bundle named a size or the whole split.
+    ``n_tasks`` tasks of the split) whether the bundle named a size or the whole split. A row
+    stored from a versioned bundle keeps its schema version and fingerprint (so a re-grade
+    checks it again); an unversioned row comes back without one.
     """
+    fingerprint = None
+    if sub.env_fingerprint is not None and sub.env_fingerprint_parts is not None:
+        fingerprint = FingerprintRef(digest=sub.env_fingerprint, parts=sub.env_fingerprint_parts)
     return Bundle(
+        schema_version=sub.schema_version,
+        fingerprint=fingerprint,
         env_id=sub.env_id,
         env_spec=sub.env_spec,
         dataset=DatasetRef(

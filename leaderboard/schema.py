@@ -8,18 +8,23 @@ documented, with an example, in ``docs/leaderboard.md``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The bundle format version written by this package (bump on incompatible changes).
 
-2 added ``grader_version``; version 1 bundles (without it) are still accepted."""
+2 added ``grader_version``; 3 added ``fingerprint`` and versioned ids (``math-3agent-v1``).
+Version 1 and 2 bundles (without them) are still read, as *unversioned* results: the
+leaderboard lists the rows it stored from them but accepts new submissions only at version 3."""
 
-SUPPORTED_SCHEMA_VERSIONS = (1, 2)
+SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
+FINGERPRINT_SCHEMA_VERSION = 3
+"""The first schema version whose bundles must carry ``fingerprint`` and a versioned id."""
 
 Method = Literal[
     "marft",
@@ -79,12 +84,48 @@ class DatasetRef(_Strict):
     size: int | None = Field(default=None, ge=1)
 
 
+_SHA256 = r"^[0-9a-f]{64}$"
+
+
+class FingerprintRef(_Strict):
+    """The environment fingerprint a bundle was made on (``marft_envs.fingerprint``): the digest
+    and the digests of its parts (workflow, prompts, dataset, verifier, grader, rules).
+
+    The digest must be the one its parts give (a digest edited by hand is refused here); the
+    leaderboard re-computes the parts from the claimed id and names those that differ.
+    """
+
+    digest: str = Field(pattern=_SHA256)
+    parts: dict[str, str]
+
+    @model_validator(mode="after")
+    def _digest_of_parts(self) -> FingerprintRef:
+        from marft_envs.fingerprint import PARTS, combine_parts
+
+        missing = [p for p in PARTS if p not in self.parts]
+        if missing:
+            raise ValueError(f"fingerprint.parts lacks {missing}; a fingerprint has {list(PARTS)}")
+        bad = sorted(k for k, v in self.parts.items() if not re.fullmatch(_SHA256, v))
+        if bad:
+            raise ValueError(f"fingerprint.parts {bad} are not sha256 hex digests")
+        if combine_parts(self.parts) != self.digest:
+            raise ValueError(
+                "fingerprint.digest is not the digest of fingerprint.parts: the fingerprint was "
+                "edited or forged; write bundles with Bundle.from_episodes"
+            )
+        return self
+
+
 class Bundle(_Strict):
     """A complete, self-describing evaluation result.
 
     ``grader_version`` names the grader that produced ``claimed_score`` in the submitter's run
     (``marft_envs.grader_version(env)``); the leaderboard shows it next to the claimed score and
     re-grades with its own current grader anyway.
+
+    ``env_id`` is the versioned id the episodes were played on (``math-3agent-v1``) and
+    ``fingerprint`` that environment's fingerprint, with the bundle's overrides, under
+    ``grader_version`` (``env.unwrapped.fingerprint``); both are required from schema 3 on.
     """
 
     schema_version: int = SCHEMA_VERSION
@@ -99,6 +140,7 @@ class Bundle(_Strict):
     team_size: int = Field(ge=1)
     claimed_score: float | None = Field(default=None, ge=0.0, le=1.0)
     grader_version: str | None = Field(default=None, min_length=1, max_length=100)
+    fingerprint: FingerprintRef | None = None
     episodes: list[EpisodeRecord] = Field(min_length=1)
 
     @field_validator("schema_version")
@@ -123,6 +165,46 @@ class Bundle(_Strict):
         if spec_id is not None and spec_id != self.env_id:
             raise ValueError(f"env_spec.id {spec_id!r} does not match env_id {self.env_id!r}")
         return self
+
+    @model_validator(mode="after")
+    def _versioned_from_schema_3(self) -> Bundle:
+        if self.schema_version < FINGERPRINT_SCHEMA_VERSION:
+            if self.fingerprint is not None:
+                raise ValueError(
+                    f"fingerprint needs schema_version {FINGERPRINT_SCHEMA_VERSION}, got "
+                    f"{self.schema_version}"
+                )
+            return self
+        from marft_envs.fingerprint import sha256_json
+        from marft_envs.registry import parse_env_id
+
+        if parse_env_id(self.env_id)[1] is None:
+            raise ValueError(
+                f"env_id {self.env_id!r} has no version: schema {self.schema_version} bundles "
+                f"name the versioned id they were played on, e.g. {self.env_id + '-v1'!r}"
+            )
+        if self.fingerprint is None:
+            raise ValueError(
+                f"fingerprint is missing: schema {self.schema_version} bundles record the "
+                "environment fingerprint (env.unwrapped.fingerprint); write them with "
+                "Bundle.from_episodes"
+            )
+        if self.grader_version is None:
+            raise ValueError(
+                f"grader_version is missing: schema {self.schema_version} bundles name the "
+                "grader their fingerprint was taken under"
+            )
+        if self.fingerprint.parts["grader"] != sha256_json({"version": self.grader_version}):
+            raise ValueError(
+                f"fingerprint was not taken under grader_version {self.grader_version!r} (its "
+                "grader part is another version's)"
+            )
+        return self
+
+    @property
+    def versioned(self) -> bool:
+        """Whether the bundle names a versioned id and a fingerprint (schema 3 and later)."""
+        return self.fingerprint is not None
 
     # ------------------------------------------------------------------ builders
 
@@ -158,6 +240,12 @@ class Bundle(_Strict):
         env_spec = json.loads(spec.to_json())
         records = [episode_record(ep) for ep in episodes]
         ds = base.dataset
+        fp = getattr(base, "fingerprint", None)
+        if fp is None:
+            raise ValueError(
+                f"{type(base).__name__} has no fingerprint: bundles are made on a FlexMGEnv "
+                "(marft_envs.make)"
+            )
         return cls(
             env_id=env_spec["id"],
             env_spec=env_spec,
@@ -169,7 +257,8 @@ class Bundle(_Strict):
             seeds=list(seeds) if seeds is not None else sorted({r.seed for r in records}),
             team_size=len(base.possible_agents),
             claimed_score=claimed_score,
-            grader_version=marft_envs.grader_version(base),
+            grader_version=fp.grader_version,
+            fingerprint=FingerprintRef(digest=fp.digest, parts=dict(fp.parts)),
             episodes=records,
         )
 

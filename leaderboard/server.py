@@ -35,11 +35,13 @@ def bundle_sha256(bundle: Bundle) -> str:
     """sha256 of the canonical JSON of a bundle (identifies resubmissions of the same bundle).
 
     A bundle without ``grader_version`` (schema 1) is hashed without the key, exactly as a server
-    before schema 2 hashed it, so that it is still recognised when it is submitted again.
+    before schema 2 hashed it, and one without ``fingerprint`` (schema 1 and 2) without that key,
+    so that it is still recognised when it is submitted again.
     """
     data = bundle.model_dump(mode="json")
-    if data.get("grader_version") is None:
-        data.pop("grader_version", None)
+    for key in ("grader_version", "fingerprint"):  # absent before schema 2 and 3
+        if data.get(key) is None:
+            data.pop(key, None)
     payload = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
@@ -52,6 +54,11 @@ def to_submission(bundle: Bundle, grade: Grade, token_id: int) -> Submission:
         schema_version=bundle.schema_version,
         env_id=bundle.env_id,
         env_family=grade.env_family,
+        env_version=grade.env_version,
+        env_fingerprint=grade.env_fingerprint,
+        env_fingerprint_parts=(
+            None if bundle.fingerprint is None else dict(bundle.fingerprint.parts)
+        ),
         env_spec=bundle.env_spec,
         dataset_name=bundle.dataset.name,
         dataset_split=bundle.dataset.split,
@@ -240,17 +247,31 @@ def create_app(
             and (not method or r["method"] == method)
             and (size is None or r["team_size"] == size)
         ]
-        # Per family: the ranked rows (current grader), then the stale ones, in separate tables.
-        tables: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(
-            lambda: {"ranked": [], "stale": []}
-        )
+        # Per family, per ranking group (one environment version): the ranked rows (current
+        # grader), then the stale ones, in separate tables; unversioned rows in a group of their
+        # own, never ranked.
+        groups: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
         for r in shown:
-            tables[r["env_family"]]["stale" if r["stale"] else "ranked"].append(r)
+            group = groups[r["env_family"]].setdefault(
+                r["group"],
+                {"version": r["env_version"], "ranked": [], "stale": [], "unversioned": []},
+            )
+            kind = "unversioned" if r["unversioned"] else "stale" if r["stale"] else "ranked"
+            group[kind].append(r)
+
+        def newest_first(item: tuple[str, dict[str, Any]]) -> tuple[bool, int]:
+            version = item[1]["version"]
+            return version is None, -(version or 0)  # unversioned last
+
+        tables = {
+            family: dict(sorted(g.items(), key=newest_first))
+            for family, g in sorted(groups.items())
+        }
         return templates.TemplateResponse(
             request,
             "index.html",
             {
-                "tables": dict(sorted(tables.items())),
+                "tables": tables,
                 "families": sorted({r["env_family"] for r in all_rows}),
                 "team_sizes": sorted({r["team_size"] for r in all_rows}),
                 "methods": METHODS,
@@ -269,13 +290,21 @@ def create_app(
         return templates.TemplateResponse(request, "submission.html", {"s": detail(sub_id)})
 
     @app.get("/plots/{family}.png")
-    def plot(family: str) -> Response:
-        # Like the ranking, the plot shows only grades by the current grader versions.
-        rows = [r for r in leaderboard_rows(database.submissions(family=family)) if not r["stale"]]
+    def plot(family: str, version: int | None = None) -> Response:
+        # Like the ranking, the plot shows only ranked rows: current grader, one environment
+        # version (the newest with ranked rows unless ``version`` is given).
+        rows = [r for r in leaderboard_rows(database.submissions(family=family)) if r["rank"]]
+        if version is None and rows:
+            version = max(r["env_version"] for r in rows)
+        rows = [r for r in rows if r["env_version"] == version]
         if not rows:
+            at = "" if version is None else f" at version v{version}"
             raise HTTPException(
-                404, f"no submissions graded by the current grader in environment family {family!r}"
+                404,
+                f"no ranked submissions (current grader, versioned environment) in environment "
+                f"family {family!r}{at}",
             )
-        return Response(score_by_team_size_png(rows, title=family), media_type="image/png")
+        title = f"{family} v{version}"
+        return Response(score_by_team_size_png(rows, title=title), media_type="image/png")
 
     return app

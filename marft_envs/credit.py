@@ -20,6 +20,8 @@ The tiny models that learn them are a baselines concern (``baselines.relay``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from tasks import Task
 
 from .registry import register_team_env
@@ -35,6 +37,10 @@ class ExactVerifier:
 
     name = "exact"
     version = "exact-1"
+
+    def fingerprint_settings(self) -> dict[str, Any]:
+        """No settings: the rule is fixed (part of an environment's fingerprint)."""
+        return {}
 
     def grade(self, response: str, task: Task) -> Verdict:
         text = response.strip() if isinstance(response, str) else ""
@@ -95,7 +101,7 @@ def credit_workflows() -> list[Workflow]:
 
 
 def credit_env_ids() -> list[str]:
-    """The registered credit ids, chain sizes first."""
+    """The credit ids (without their version: ``make`` builds the newest), chain sizes first."""
     return [f"credit-chain-{n}agent" for n in CHAIN_SIZES] + ["credit-silent-3agent"]
 
 
@@ -107,7 +113,7 @@ def register_credit_envs() -> None:
             register_workflow(wf)
     for env_id, wf in zip(credit_env_ids(), credit_workflows(), strict=True):
         register_team_env(
-            env_id,
+            f"{env_id}-v1",
             dataset="keys",
             split="test",
             workflow=wf.name,

@@ -1,4 +1,10 @@
-"""Registration of the built-in environment ids: ``<family>-<n>agent``."""
+"""Registration of the built-in environment ids: ``<family>-<n>agent-v<N>``.
+
+Every built-in id is at version 1. A change of what an agent sees or how it is scored (a role
+prompt, the workflow, the dataset, the verifier's settings, an episode rule) registers the id
+again as ``-v2`` beside ``-v1``, which keeps its old definition (docs/environments.md); the test
+tests/envs/test_env_versions.py fails until that is done.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +27,7 @@ def register_math_envs() -> None:
     for family, (dataset, split, desc) in MATH_FAMILIES.items():
         for n, workflow in MATH_TEAMS.items():
             register_team_env(
-                f"{family}-{n}agent",
+                f"{family}-{n}agent-v1",
                 dataset=dataset,
                 split=split,
                 workflow=workflow,
@@ -34,7 +40,7 @@ def register_sum_envs() -> None:
     """``arith0-2agent`` and ``arith0-3agent``: arith level 0, worked-example role prompts."""
     for n, workflow in SUM_TEAMS.items():
         register_team_env(
-            f"arith0-{n}agent",
+            f"arith0-{n}agent-v1",
             dataset="arith",
             split="test",
             workflow=workflow,

@@ -26,6 +26,7 @@ from tasks import Dataset, Task
 
 from .episode import Episode, FinalView, Turn
 from .errors import require_episode
+from .fingerprint import Fingerprint, env_fingerprint
 from .prompts import chat_messages, prompt_text, transcript_text, user_text
 from .spaces import UnicodeText
 from .verdict import Verdict
@@ -33,6 +34,10 @@ from .verifiers import FEEDBACK_MODES, get_verifier, grader_version
 from .workflow import Workflow, get_workflow
 
 REWARD_TO = ("team", "last", "answerer")
+#: The episode rules' version, part of every environment fingerprint (marft_envs.fingerprint):
+#: bump it in the same commit as a change of what reset/step do with the same settings (how the
+#: task is chosen, when an episode ends, how rewards are attributed), and bump the ids it changes.
+EPISODE_RULES_VERSION = 1
 #: Appended to the episode-ended message when a finished agent is stepped with an action.
 _DEAD_STEP_HINT = (
     " (a finished agent takes only step(None), which removes it, as agent_iter() does)"
@@ -530,6 +535,15 @@ class FlexMGEnv(AECEnv):
             raise RuntimeError("call reset() before using the environment")
         return self.task
 
+    # -- identity ---------------------------------------------------------------------------------
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        """This environment's :class:`~marft_envs.fingerprint.Fingerprint` (workflow, prompts,
+        dataset, verifier, grader version, episode rules), computed from what it was built with:
+        an environment made with overrides has its own, never the registered id's."""
+        return env_fingerprint(self)
+
     # -- records and rendering --------------------------------------------------------------------
 
     def episode(self) -> Episode:
@@ -562,30 +576,8 @@ class FlexMGEnv(AECEnv):
             agent=nxt,
             role=self.workflow.roles[self._agent_index[nxt]].name,
             state=self.state(),
-            messages={a: self._next_turn_messages(a) for a in self.possible_agents},
+            messages={a: self.messages(a) for a in self.possible_agents},
         )
-
-    def _next_turn_messages(self, agent: str) -> list[dict[str, str]]:
-        """What ``agent`` would see on its next turn: its view now, or, if it already acted in
-        the round the cut left unfinished, the next round's view, that round's actions so far
-        in its history (and no feedback: the round was never graded). An independent learner
-        bootstraps from the observation after its own action, not the one it acted on."""
-        i = self._agent_index[agent]
-        if all(j != i for j, _ in self._current):
-            return self.messages(agent)
-        role = self.workflow.roles[i]
-        unfinished = tuple(dict(e) for e in self._history if e["round"] == self.round)
-        user = user_text(
-            agent=agent,
-            role=role.name,
-            problem=self._task.prompt if role.sees_problem else "",
-            round_index=self.round + 1,
-            horizon=self.horizon,
-            history=self._past + unfinished,
-            feedbacks=self._feedbacks,
-            predecessors=(),
-        )
-        return chat_messages(role.instructions, user)
 
     def render(self) -> str | None:
         if self.render_mode is None:

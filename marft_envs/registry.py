@@ -1,8 +1,18 @@
 """Environment registry with Gymnasium's semantics: ``register``, ``make``, ``spec``, ``registry``.
 
-An id names a benchmark family and a team size (``math-3agent``). Its :class:`EnvSpec` holds the
-entry point and default keyword arguments; ``make(id, **overrides)`` merges the overrides over the
-defaults, after checking that every override is a parameter the entry point accepts.
+An id names a benchmark family, a team size and a version (``math-3agent-v1``). Its
+:class:`EnvSpec` holds the entry point and default keyword arguments; ``make(id, **overrides)``
+merges the overrides over the defaults, after checking that every override is a parameter the
+entry point accepts.
+
+Versions follow Gymnasium's convention: ``Name-vN``; anything that changes what an agent sees or
+how it is scored is a new version, and older versions stay registered and playable.
+``make("math-3agent")`` (no version) builds the newest version, silently: the advertised short
+form, and what is recorded (``env.spec.id``, episodes, bundles) is the resolved versioned id.
+Asking for an older version explicitly while a newer one exists warns
+(:class:`OutdatedEnvWarning`), as Gymnasium does; an unknown version fails naming the versions
+that exist. (Gymnasium also warns on the unversioned form; here that form is the documented API,
+so it does not.)
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ import importlib
 import inspect
 import json
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +34,26 @@ from rich.table import Table
 from tasks.registry import Registry
 
 _ID_RE = re.compile(r"^.+-(\d+)agent$")
+_VERSION_RE = re.compile(r"^(?P<name>.+?)-v(?P<version>\d+)$")
+
+
+class OutdatedEnvWarning(UserWarning):
+    """``make()`` was asked for an older version of an id while a newer one is registered."""
+
+
+def parse_env_id(id: str) -> tuple[str, int | None]:
+    """``("math-3agent", 1)`` for ``"math-3agent-v1"``; ``("math-3agent", None)`` without a
+    version."""
+    m = _VERSION_RE.match(id)
+    return (m.group("name"), int(m.group("version"))) if m else (id, None)
+
+
+def versions(name: str) -> list[int]:
+    """The registered versions of an id name (``versions("math-3agent")`` -> ``[1]``), oldest
+    first; empty when none is registered."""
+    name = parse_env_id(name)[0]
+    found = (parse_env_id(env_id) for env_id in registry)
+    return sorted(v for n, v in found if n == name and v is not None)
 
 
 @dataclass(frozen=True)
@@ -38,14 +69,46 @@ class EnvSpec:
     ``max_turns`` (an episode that reaches it is truncated); ``make(id, max_turns=...)`` wins."""
 
     @property
+    def name(self) -> str:
+        """The id without its version: ``math-3agent`` for ``math-3agent-v1``."""
+        return parse_env_id(self.id)[0]
+
+    @property
+    def version(self) -> int | None:
+        """The N of ``-vN`` (None for an id registered without a version)."""
+        return parse_env_id(self.id)[1]
+
+    @property
     def family(self) -> str:
-        """``math`` for ``math-3agent``."""
-        return self.id.rsplit("-", 1)[0]
+        """``math`` for ``math-3agent-v1``."""
+        return self.name.rsplit("-", 1)[0]
 
     @property
     def team_size(self) -> int | None:
-        m = _ID_RE.match(self.id)
+        m = _ID_RE.match(self.name)
         return int(m.group(1)) if m else None
+
+    @property
+    def fingerprint(self) -> Any:
+        """The :class:`~marft_envs.fingerprint.Fingerprint` of this spec's environment with its
+        default settings (None if its entry point's environment has none). Builds the
+        environment once (its dataset is loaded and hashed) and remembers the answer per spec."""
+        try:
+            key: str | None = self.to_json()
+        except ValueError:  # a callable entry point or non-JSON kwargs: not cached
+            key = None
+        if key is not None and key in _FINGERPRINTS:
+            return _FINGERPRINTS[key]
+        env = make(self)
+        try:
+            fp = getattr(getattr(env, "unwrapped", env), "fingerprint", None)
+        finally:
+            close = getattr(env, "close", None)
+            if callable(close):
+                close()
+        if key is not None:
+            _FINGERPRINTS[key] = fp
+        return fp
 
     def make(self, **overrides: Any) -> Any:
         return make(self, **overrides)
@@ -76,6 +139,8 @@ class EnvSpec:
 
 #: Every registered id: a mapping (``in``, ``[id]``, ``get``, ``del``) under the one registry rule.
 registry: Registry[EnvSpec] = Registry("environment id")
+#: EnvSpec JSON -> its fingerprint (EnvSpec.fingerprint builds an environment once per spec)
+_FINGERPRINTS: dict[str, Any] = {}
 
 
 def register(
@@ -89,9 +154,23 @@ def register(
 ) -> EnvSpec:
     """Register an environment id. ``entry_point`` is ``"module:attr"`` or a callable.
 
+    Ids are versioned, ``Name-vN`` (``math-3agent-v1``); a behaviour change is registered as a
+    new version next to the old one (docs/environments.md). An unversioned id is allowed for
+    quick experiments, but a name cannot be registered both with and without versions.
     Registering an id again with an equal spec does nothing; with a different one it raises
     :class:`~tasks.AlreadyRegisteredError` (a ValueError) unless ``overwrite=True``.
     """
+    name, version = parse_env_id(id)
+    if version is not None and name in registry:
+        raise ValueError(
+            f"cannot register {id!r}: the unversioned id {name!r} is registered; register "
+            "versioned ids only (Name-vN) for one name"
+        )
+    if version is None and versions(name):
+        raise ValueError(
+            f"cannot register the unversioned id {id!r}: versions "
+            f"{[f'{name}-v{v}' for v in versions(name)]} exist; register {name}-vN instead"
+        )
     if max_episode_turns is not None and (
         isinstance(max_episode_turns, bool)
         or not isinstance(max_episode_turns, int)
@@ -116,7 +195,10 @@ def register_team_env(
 ) -> None:
     """Register ``id`` as a one-round :class:`~marft_envs.FlexMGEnv` with a team reward (the
     built-in families register this way; :func:`register`'s rule for a taken id). ``kwargs``
-    (e.g. ``dataset_kwargs``) go to the environment too."""
+    (e.g. ``dataset_kwargs``) go to the environment too. An ``id`` without a version is
+    registered as its ``-v1``."""
+    if parse_env_id(id)[1] is None:
+        id = f"{id}-v1"
     register(
         id,
         "marft_envs.flexmg:FlexMGEnv",
@@ -135,16 +217,29 @@ def register_team_env(
 
 
 def spec(id: str) -> EnvSpec:
-    """The :class:`EnvSpec` of a registered id; unknown ids name the closest valid ones."""
-    try:
-        return registry[id]
-    except KeyError:
-        close = difflib.get_close_matches(id, registry, n=5, cutoff=0.5)
-        hint = f" Did you mean {close}?" if close else ""
+    """The :class:`EnvSpec` of a registered id; an id without a version gives its newest
+    version's spec. An unknown version names the versions that exist; other unknown ids name
+    the closest valid ones."""
+    hit = registry.get(id)
+    if hit is not None:
+        return hit
+    name, version = parse_env_id(id)
+    known = versions(name)
+    if known and version is None:
+        return registry[f"{name}-v{known[-1]}"]
+    if known:
+        listed = ", ".join(f"{name}-v{v}" for v in known)
         raise KeyError(
-            f"No environment registered with id {id!r}.{hint} Registered ids: "
-            f"{', '.join(sorted(registry))}"
-        ) from None
+            f"No version v{version} of environment {name!r}: registered versions are {listed} "
+            f"(make({name!r}) gives the newest, {name}-v{known[-1]})"
+        )
+    names = sorted({parse_env_id(i)[0] for i in registry})
+    close = difflib.get_close_matches(id, names, n=5, cutoff=0.5)
+    hint = f" Did you mean {close}?" if close else ""
+    raise KeyError(
+        f"No environment registered with id {id!r}.{hint} Registered ids: "
+        f"{', '.join(sorted(registry))}"
+    ) from None
 
 
 def load_entry_point(entry_point: str | Callable[..., Any]) -> Callable[..., Any]:
@@ -190,8 +285,22 @@ def check_overrides(id: str | EnvSpec, overrides: Mapping[str, Any]) -> None:
 
 
 def make(id: str | EnvSpec, **overrides: Any) -> Any:
-    """Build a registered environment, applying keyword overrides to its spec's defaults."""
+    """Build a registered environment, applying keyword overrides to its spec's defaults.
+
+    ``id`` without a version builds the newest version; ``env.spec.id`` is the versioned id. An
+    explicit older version, while a newer one is registered, builds that version and warns
+    (:class:`OutdatedEnvWarning`).
+    """
     spec_ = id if isinstance(id, EnvSpec) else spec(id)
+    if isinstance(id, str) and spec_.version is not None and spec_.id == id:
+        newest = versions(spec_.name)[-1]
+        if newest > spec_.version:
+            warnings.warn(
+                f"{id!r} is out of date: {spec_.name}-v{newest} is the newest version (results "
+                "on different versions are not compared)",
+                OutdatedEnvWarning,
+                stacklevel=2,
+            )
     fn = load_entry_point(spec_.entry_point)
     check_overrides(spec_, overrides)
     kwargs = {**spec_.kwargs, **overrides}
@@ -214,15 +323,27 @@ def make(id: str | EnvSpec, **overrides: Any) -> Any:
 
 
 def pprint_registry(*, print_output: bool = True, console: Console | None = None) -> str | None:
-    """Print every registered id grouped by family, Gymnasium-style (or return the text)."""
+    """Print every registered id grouped by family, Gymnasium-style (or return the text).
+
+    Every version is listed; ``newest`` marks the one ``make(name)`` builds."""
     table = Table(title="marft-envs registry")
-    for col in ("id", "dataset", "workflow", "agents", "description"):
+    for col in ("id", "version", "dataset", "workflow", "agents", "description"):
         table.add_column(col)
-    for env_id in sorted(registry):
+
+    def order(env_id: str) -> tuple[str, int]:
+        name, version = parse_env_id(env_id)
+        return name, version or 0
+
+    for env_id in sorted(registry, key=order):
         s = registry[env_id]
         wf = s.kwargs.get("workflow", "")
+        if s.version is None:
+            shown = "-"
+        else:
+            shown = f"v{s.version}" + (" newest" if versions(s.name)[-1] == s.version else "")
         table.add_row(
             env_id,
+            shown,
             str(s.kwargs.get("dataset", "")),
             getattr(wf, "name", str(wf)),
             str(s.team_size or ""),

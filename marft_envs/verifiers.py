@@ -23,6 +23,9 @@ class Verifier(Protocol):
     A verifier may also declare ``version``: a string naming its grading rules, bumped whenever
     they change, that its verdicts carry as ``Verdict.grader_version`` (read it with
     :func:`grader_version`; it is not part of the protocol so older verifiers still conform).
+    And ``fingerprint_settings()``: a JSON-able dict of the settings that change its verdicts
+    (reward mode, time limits, extraction rules), part of every environment fingerprint
+    (:mod:`marft_envs.fingerprint`).
     """
 
     name: str
@@ -63,6 +66,14 @@ class MathVerifier:
         self.timeout = timeout
         self.last_number_fallback = last_number_fallback
         self.config = config
+
+    def fingerprint_settings(self) -> dict[str, Any]:
+        """The settings that change verdicts (part of an environment's fingerprint)."""
+        return {
+            "timeout": self.timeout,
+            "last_number_fallback": self.last_number_fallback,
+            "config": self.config,
+        }
 
     def grade(self, response: str, task: Task) -> Verdict:
         from .math import verify  # imported lazily: sympy is slow to import

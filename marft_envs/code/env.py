@@ -72,7 +72,7 @@ def register_code_envs() -> None:
     for family, (dataset, split, desc) in CODE_FAMILIES.items():
         for n, workflow in CODE_TEAMS.items():
             register(
-                f"{family}-{n}agent",
+                f"{family}-{n}agent-v1",
                 "marft_envs.code.env:make_code_env",
                 kwargs={
                     "dataset": dataset,

@@ -64,6 +64,11 @@ class CodeVerifier:
         )
         self._lock = threading.Lock()
 
+    def fingerprint_settings(self) -> dict[str, Any]:
+        """The settings that change verdicts (part of an environment's fingerprint); the sandbox
+        backend is not one (every backend grades alike)."""
+        return {"reward": self.reward, "timeout": self.timeout}
+
     @property
     def backend(self) -> str:
         """The backend name: the one in use, else the one asked for, else ``"auto"``."""

@@ -30,7 +30,7 @@ def test_smoke_run_resume_and_eval_bundle(tmp_path):
     # evaluation writes a leaderboard bundle with every episode's transcript
     assert eval_cli.main([str(out), "--env", "arith-2agent", "--out", str(tmp_path / "b.json")]) == 0
     bundle = json.loads((tmp_path / "b.json").read_text())
-    assert bundle["method"] == "marft" and bundle["env_id"] == "arith-2agent"
+    assert bundle["method"] == "marft" and bundle["env_id"] == "arith-2agent-v1"
     assert len(bundle["episodes"]) == 2 and bundle["episodes"][0]["turns"][0]["agent"] == "reasoner_0"
     assert bundle["dataset"]["hash"]
 

@@ -38,7 +38,7 @@ NEEDS = {
     "copy": "runs in a copy of the checkout, first on PYTHONPATH (a block that writes into it)",
     "docker": "a Docker daemon and the sandbox image (scripts/services.sh)",
     "env-server": "`marft-envs serve math-3agent` running at the block's 127.0.0.1:8000",
-    "bundle": "a result bundle of math-3agent at runs/marft-1/eval-math-3agent/",
+    "bundle": "a result bundle of math-3agent at runs/marft-1/eval-math-3agent-v1/",
 }
 SKIP_MARKER = re.compile(r"<!--\s*docs-test:\s*skip\s+(\w+)\s*(.*?)\s*-->")
 NEEDS_MARKER = re.compile(r"<!--\s*docs-test:\s*needs\s+(.*?)\s*-->")
@@ -53,7 +53,7 @@ HELPER = Path(__file__).with_name("docs_services.py")
 #: seconds a block may run: under pytest-timeout's 300 s (pyproject.toml), so a block that runs
 #: too long fails with its own output instead of pytest's bare timeout
 BLOCK_TIMEOUT_S = 280
-BUNDLE_DIR = Path("runs/marft-1/eval-math-3agent")
+BUNDLE_DIR = Path("runs/marft-1/eval-math-3agent-v1")
 #: appended to every `python -m baselines.{marft,marft_shared,ippo,eval}` of a bash block
 SMALL = (
     "model.max_new_tokens=8 env.num_envs=2 train.episodes_per_iteration=2 "

@@ -189,7 +189,7 @@ def test_episode_turns_record_what_each_agent_saw():
     assert ep.turns[2].observation["predecessors"][1]["action"] == "msg from actor_1"
     assert "msg from actor_1" in ep.turns[2].state and "msg from actor_1" not in ep.turns[1].state
     assert ep.final_output == "msg from verifier_2"
-    assert ep.task_id == env.task.id and ep.env_id == "arith-3agent"
+    assert ep.task_id == env.task.id and ep.env_id == "arith-3agent-v1"
 
 
 def test_role_that_does_not_see_the_problem():

@@ -12,7 +12,7 @@ FAMILIES = ["math", "math500", "gsm8k", "aime", "arith"]
 def test_every_math_id_is_registered():
     for family in FAMILIES:
         for n in (2, 3, 4):
-            assert f"{family}-{n}agent" in marft_envs.registry
+            assert f"{family}-{n}agent-v1" in marft_envs.registry
 
 
 def test_arith0_ids_are_level_0_sums_graded_by_the_math_verifier():

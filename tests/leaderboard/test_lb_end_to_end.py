@@ -72,16 +72,16 @@ def test_cli_show_and_export(server, submitted, tmp_path) -> None:
 
     rows = list(csv.DictReader(io.StringIO(cli("export", "csv", "--server", server.url).stdout)))
     assert [(r["env_id"], r["method"], float(r["verified_score"])) for r in rows] == [
-        ("arith-3agent", "marft", 1.0),
-        ("arith-2agent", "marft", 0.8),
-        ("arith-3agent", "marft-shared", 0.6),
-        ("arith-2agent", "ippo", 0.4),
+        ("arith-3agent-v1", "marft", 1.0),
+        ("arith-2agent-v1", "marft", 0.8),
+        ("arith-3agent-v1", "marft-shared", 0.6),
+        ("arith-2agent-v1", "ippo", 0.4),
     ]
     md = tmp_path / "lb.md"
     cli("export", "markdown", "--db", server.db_url, "--env", "arith-2agent", "-o", str(md))
     lines = md.read_text().splitlines()
-    assert lines[0].startswith("| rank | env_id | method") and len(lines) == 4
-    assert "| 1 | arith-2agent | marft | qwen-1.5b-marft | 2 | 0.800 |" in lines[2]
+    assert lines[0].startswith("| rank | env_id | env_version | method") and len(lines) == 4
+    assert "| 1 | arith-2agent-v1 | 1 | marft | qwen-1.5b-marft | 2 | 0.800 |" in lines[2]
 
 
 def test_page_in_headless_chromium(server, submitted, tmp_path) -> None:
@@ -90,7 +90,7 @@ def test_page_in_headless_chromium(server, submitted, tmp_path) -> None:
         page = browser.new_page(viewport={"width": 1200, "height": 1000})
         page.goto(server.url + "/")
         assert page.locator("section.family h2").all_inner_texts() == ["arith"]
-        rows = page.locator("#table-arith tbody tr")
+        rows = page.locator("#table-arith-v1 tbody tr")
         assert rows.count() == 4
         assert rows.locator("td.method").all_inner_texts() == [
             "marft",
@@ -109,7 +109,7 @@ def test_page_in_headless_chromium(server, submitted, tmp_path) -> None:
         assert save_screenshot(page, tmp_path, "leaderboard.png").stat().st_size > 10_000
 
         # Sorting (server side, by clicking a column header) and filtering (the form).
-        header = "#table-arith th[data-sort=team_size] a"
+        header = "#table-arith-v1 th[data-sort=team_size] a"
         page.click(header)
         page.click(header)  # second click: ascending
         assert rows.locator("td.team-size").all_inner_texts() == ["2", "2", "3", "3"]

@@ -84,13 +84,22 @@ def test_bundles_and_stored_grades_name_the_grader(database, token_id, honest_bu
     assert row["stale"] is False and row["rank"] == 1
 
 
-def test_version_1_bundles_without_a_grader_version_are_still_accepted(honest_bundle) -> None:
-    v1 = honest_bundle.model_dump(mode="json")
+def _as_schema_1(bundle: Bundle) -> dict:
+    """``bundle`` as a schema 1 bundle was written: no grader version, no fingerprint, an id
+    without a version."""
+    v1 = bundle.model_dump(mode="json")
     v1["schema_version"] = 1
-    del v1["grader_version"]
-    bundle = Bundle.model_validate(v1)
+    del v1["grader_version"], v1["fingerprint"]
+    v1["env_id"] = v1["env_spec"]["id"] = "arith-2agent"
+    return v1
+
+
+def test_version_1_bundles_without_a_grader_version_are_still_accepted(honest_bundle) -> None:
+    bundle = Bundle.model_validate(_as_schema_1(honest_bundle))
     assert bundle.grader_version is None
-    assert regrade(bundle).grader_version == MATH
+    grade = regrade(bundle)
+    assert grade.grader_version == MATH
+    assert grade.env_version is None and grade.env_fingerprint is None  # unversioned
 
 
 def test_a_stored_submission_is_rebuilt_as_its_bundle(database, token_id, honest_bundle) -> None:
@@ -195,15 +204,15 @@ def switchable_env():
     marft_envs.register_verifier("lb-switchable-math", SwitchableMath)
     registered = marft_envs.spec("arith-2agent")
     marft_envs.register(
-        "lbswitch-2agent",
+        "lbswitch-2agent-v1",
         registered.entry_point,
         kwargs={**registered.kwargs, "verifier": "lb-switchable-math"},
         overwrite=True,
     )
     try:
-        yield "lbswitch-2agent"
+        yield "lbswitch-2agent-v1"
     finally:
-        del marft_envs.registry["lbswitch-2agent"]
+        del marft_envs.registry["lbswitch-2agent-v1"]
         SwitchableMath.version, SwitchableMath.down = "switchable-1", False
 
 
@@ -242,7 +251,8 @@ def test_rows_stored_before_versions_are_legacy_until_regraded(tmp_path, honest_
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "0001")
-    sub = to_submission(honest_bundle, regrade(honest_bundle), 1)
+    legacy = Bundle.model_validate({**_as_schema_1(honest_bundle), "schema_version": 2})
+    sub = to_submission(legacy, regrade(legacy), 1)
     new_columns = {
         "id",
         "created_at",
@@ -250,6 +260,9 @@ def test_rows_stored_before_versions_are_legacy_until_regraded(tmp_path, honest_
         "previous_score",
         "previous_grader_version",
         "bundle_grader_version",
+        "env_version",
+        "env_fingerprint",
+        "env_fingerprint_parts",
     }
     with engine.begin() as conn:  # the rows a server of revision 0001 wrote
         conn.execute(
@@ -286,6 +299,7 @@ def test_rows_stored_before_versions_are_legacy_until_regraded(tmp_path, honest_
     assert (
         row["stale"] and row["grader_version"] == "legacy" and row["current_grader_version"] == MATH
     )
+    assert row["unversioned"] and row["env_version"] is None and row["rank"] is None
     [outcome] = list(regrade_stale(database))
     assert (outcome.status, outcome.old_version, outcome.new_version) == (
         "regraded",
@@ -303,9 +317,7 @@ def test_a_version_1_bundle_keeps_the_sha256_a_version_1_server_gave_it(
     """Duplicate detection survives the upgrade: a v1 bundle accepted before schema 2 existed
     (its sha256 taken over its v1 fields, no ``grader_version``) is still refused when it is
     submitted again."""
-    v1 = honest_bundle.model_dump(mode="json")
-    v1["schema_version"] = 1
-    del v1["grader_version"]
+    v1 = _as_schema_1(honest_bundle)
     canonical = json.dumps(v1, sort_keys=True, separators=(",", ":"))  # what revision 0001 stored
     old_sha = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
     bundle = Bundle.model_validate(v1)

@@ -95,13 +95,13 @@ def test_stale_rows_are_listed_apart_until_regrade(server, ids, db, tmp_path) ->
         browser = launch_chromium(p)
         page = browser.new_page()
         page.goto(server.url + "/")
-        assert _page_rows(page, "#table-arith", "model") == ["model-a"]
-        assert _page_rows(page, "#table-arith", "grader") == [MATH]
-        assert _page_rows(page, "#stale-arith", "model") == ["model-c", "model-b"]
-        assert _page_rows(page, "#stale-arith", "grader") == ["math-0", "math-0"]
-        assert _page_rows(page, "#stale-arith", "current-grader") == [MATH, MATH]
-        assert _page_rows(page, "#stale-arith", "score")[1].startswith("0.100 [")
-        assert _page_rows(page, "#stale-arith", "new-score") == ["pending re-grade"] * 2
+        assert _page_rows(page, "#table-arith-v1", "model") == ["model-a"]
+        assert _page_rows(page, "#table-arith-v1", "grader") == [MATH]
+        assert _page_rows(page, "#stale-arith-v1", "model") == ["model-c", "model-b"]
+        assert _page_rows(page, "#stale-arith-v1", "grader") == ["math-0", "math-0"]
+        assert _page_rows(page, "#stale-arith-v1", "current-grader") == [MATH, MATH]
+        assert _page_rows(page, "#stale-arith-v1", "score")[1].startswith("0.100 [")
+        assert _page_rows(page, "#stale-arith-v1", "new-score") == ["pending re-grade"] * 2
         save_screenshot(page, tmp_path, "leaderboard-stale.png")
         page.goto(f"{server.url}/submissions/{ids['b']}")
         assert "stale" in page.inner_text("#grader") and MATH in page.inner_text("#grader")
@@ -109,20 +109,20 @@ def test_stale_rows_are_listed_apart_until_regrade(server, ids, db, tmp_path) ->
         first = cli("regrade", "--db", server.db_url, check=False)
         assert first.returncode == 1, first.stdout + first.stderr
         assert (
-            f"submission {ids['b']} (arith-2agent): re-graded math-0 -> {MATH}: 0.100 -> 0.400"
+            f"submission {ids['b']} (arith-2agent-v1): re-graded math-0 -> {MATH}: 0.100 -> 0.400"
             in first.stdout
         )
-        assert f"submission {ids['c']} (arith-3agent): NOT re-graded (rejected)" in first.stderr
+        assert f"submission {ids['c']} (arith-3agent-v1): NOT re-graded (rejected)" in first.stderr
         assert "does not match the registered dataset" in first.stderr
         assert (
             first.stdout.splitlines()[-1] == "1 re-graded, 1 failed, 0 skipped, 1 already current"
         )
 
         page.goto(server.url + "/")
-        assert _page_rows(page, "#table-arith", "model") == ["model-a", "model-b"]
-        assert _page_rows(page, "#table-arith", "grader") == [MATH, MATH]
-        assert _page_rows(page, "#table-arith", "previous") == ["—", "0.100 (math-0)"]
-        assert _page_rows(page, "#stale-arith", "model") == ["model-c"]
+        assert _page_rows(page, "#table-arith-v1", "model") == ["model-a", "model-b"]
+        assert _page_rows(page, "#table-arith-v1", "grader") == [MATH, MATH]
+        assert _page_rows(page, "#table-arith-v1", "previous") == ["—", "0.100 (math-0)"]
+        assert _page_rows(page, "#stale-arith-v1", "model") == ["model-c"]
         page.goto(f"{server.url}/submissions/{ids['b']}")
         assert "(current)" in page.inner_text("#grader")
         assert page.inner_text("#previous") == "0.100 by math-0"

@@ -108,19 +108,24 @@ def infra_env_id():
     marft_envs.register_verifier("always-infra-error", AlwaysInfraError)
     registered = marft_envs.spec("arith-2agent")
     marft_envs.register(
-        "lbinfra-2agent", registered.entry_point,
+        "lbinfra-2agent-v1", registered.entry_point,
         kwargs={**registered.kwargs, "verifier": "always-infra-error"}, overwrite=True,
     )
     try:
-        yield "lbinfra-2agent"
+        yield "lbinfra-2agent-v1"
     finally:
-        del marft_envs.registry["lbinfra-2agent"]
+        del marft_envs.registry["lbinfra-2agent-v1"]
 
 
 def test_persistent_infrastructure_errors_refuse_the_submission(honest_bundle: Bundle, infra_env_id: str) -> None:
     spec = {**honest_bundle.env_spec, "id": infra_env_id,
             "kwargs": {**honest_bundle.env_spec["kwargs"], "verifier": "always-infra-error"}}
-    b = honest_bundle.model_copy(update={"env_id": infra_env_id, "env_spec": spec})
+    fp = marft_envs.make(infra_env_id).unwrapped.fingerprint  # the bundle names that env's
+    b = Bundle.model_validate({
+        **honest_bundle.model_dump(), "env_id": infra_env_id, "env_spec": spec,
+        "grader_version": fp.grader_version,
+        "fingerprint": {"digest": fp.digest, "parts": dict(fp.parts)},
+    })
     with pytest.raises(GradingUnavailable, match="infrastructure error on episode 0 .* 3 times"):
         regrade(b)
     env = build_env(b)

@@ -16,7 +16,7 @@ def test_from_episodes_describes_the_environment(honest_bundle: Bundle) -> None:
     ds = env.unwrapped.dataset
     b = honest_bundle
     assert b.schema_version == SCHEMA_VERSION
-    assert b.env_id == "arith-2agent" and b.env_spec["id"] == "arith-2agent"
+    assert b.env_id == "arith-2agent-v1" and b.env_spec["id"] == "arith-2agent-v1"
     assert b.env_spec["kwargs"]["dataset"] == "arith"
     assert (b.dataset.name, b.dataset.split, b.dataset.hash, b.dataset.size) == (ds.name, ds.split, ds.hash, 5)
     assert b.team_size == 2 and b.seeds == [0, 1] and len(b.episodes) == 10
