@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -94,6 +95,27 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+CUBLAS_WORKSPACE = ":4096:8"  # what torch's reproducibility notes ask cuBLAS for
+
+
+def use_deterministic_algorithms() -> None:
+    """``torch.use_deterministic_algorithms(True)`` (``train.deterministic``), with
+    ``CUBLAS_WORKSPACE_CONFIG`` set first: on CUDA >= 10.2 deterministic cuBLAS needs it, and
+    without it the first matmul raises. cuBLAS (and torch's workspace) read it once, at the
+    first GPU matmul, which cannot be seen from here: once CUDA is initialised without it
+    (a model already on the GPU), setting it may be too late, so the run stops here with
+    what to set instead."""
+    if "CUBLAS_WORKSPACE_CONFIG" not in os.environ:
+        if torch.cuda.is_initialized():
+            raise ConfigError(
+                "train.deterministic=true needs CUBLAS_WORKSPACE_CONFIG set before CUDA "
+                f"initialises, and CUDA is already initialised: export "
+                f"CUBLAS_WORKSPACE_CONFIG={CUBLAS_WORKSPACE} before starting Python"
+            )
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE
+    torch.use_deterministic_algorithms(True)
+
+
 def env_overrides(cfg: Config, for_eval: bool) -> tuple[str, dict[str, Any]]:
     """The environment id (resolved to its version: ``arith-2agent`` -> ``arith-2agent-v1``, the
     id logs, checkpoints and bundles record) and ``make`` overrides of training or evaluation.
@@ -139,16 +161,35 @@ def _pad(rows: Sequence[torch.Tensor], width: int) -> torch.Tensor:
     return out
 
 
-def _schedule(kind: str, warmup: int, total: int) -> Callable[[int], float]:
-    def factor(step: int) -> float:
+class LRSchedule:
+    """The learning-rate factor of one optimiser at its step ``step`` (a ``LambdaLR`` lambda):
+    linear warmup over ``warmup`` steps, then constant, linear or cosine decay that reaches 0
+    at step ``total``, that optimiser's own number of steps in the run
+    (:meth:`Trainer.lr_horizon`). A plain object, so ``LambdaLR.state_dict`` checkpoints
+    ``total`` with it."""
+
+    def __init__(self, kind: str, warmup: int, total: int):
+        self.kind, self.warmup, self.total = kind, warmup, total
+
+    def __call__(self, step: int) -> float:
+        warmup, total = self.warmup, self.total
         if warmup and step < warmup:
             return (step + 1) / warmup
-        if kind == "constant" or total <= warmup:
+        if self.kind == "constant" or total <= warmup:
             return 1.0
         progress = min(1.0, (step - warmup) / max(1, total - warmup))
-        return 1.0 - progress if kind == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
+        if self.kind == "linear":
+            return 1.0 - progress
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
 
-    return factor
+
+def optimiser_steps(samples: int, minibatch_size: int, grad_accum: int, epochs: int) -> int:
+    """Optimiser steps of one update on ``samples`` turns: every epoch splits them into
+    minibatches of ``minibatch_size`` and steps once per ``grad_accum`` minibatches (a trailing
+    smaller group steps too)."""
+    if samples <= 0:
+        return 0
+    return epochs * math.ceil(math.ceil(samples / minibatch_size) / grad_accum)
 
 
 class Trainer:
@@ -169,7 +210,7 @@ class Trainer:
         self.method = get_method(cfg.algo.method)
         self.device = resolve_device(cfg.train.device)
         if cfg.train.deterministic:
-            torch.use_deterministic_algorithms(True)
+            use_deterministic_algorithms()
         seed_everything(cfg.train.seed)
         env_id, overrides = env_overrides(cfg, for_eval=False)
         self.env_id = env_id
@@ -200,11 +241,6 @@ class Trainer:
                 cfg.train.seed,
             )
         model.to(self.device)
-        if cfg.model.gradient_checkpointing:
-            model.gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={"use_reentrant": False}
-            )
-            model.enable_input_require_grads()
         self.policy_names = self.method.policy_adapters(self.agents)
         self.critic_names = self.method.critic_names(self.agents)
         lora = LoraSpec(
@@ -220,6 +256,9 @@ class Trainer:
             critic_base = copy.deepcopy(model)
             self.model = AdapterModel(model, tokenizer, self.policy_names, lora)
             self.critic_model = AdapterModel(critic_base, tokenizer, self.critic_names, lora)
+        if cfg.model.gradient_checkpointing:  # each layer recomputed under its own adapter
+            for m in self.adapter_models():
+                m.enable_gradient_checkpointing()
         self.critics = Critics(self.critic_model, self.critic_names, self.method.critic_kind)
         self.pad_id = tokenizer.pad_token_id
         self.generator: Generator
@@ -249,14 +288,15 @@ class Trainer:
             self.optimizers[f"critic/{name}"] = torch.optim.AdamW(
                 self.critics.parameters(name), lr=a.critic_lr, weight_decay=a.weight_decay
             )
-        per_step = a.minibatch_size * a.grad_accum
-        turns = cfg.train.episodes_per_iteration * len(self.agents)
-        total = cfg.train.iterations * a.ppo_epochs * max(1, math.ceil(turns / per_step))
+        self.iteration = 0
+        # each optimiser decays over its own number of steps: a per-agent adapter sees only its
+        # agent's turns, a critic every turn of every round (revised each iteration, lr_horizon)
         self.schedulers = {
-            k: torch.optim.lr_scheduler.LambdaLR(opt, _schedule(a.scheduler, a.warmup_steps, total))
+            k: torch.optim.lr_scheduler.LambdaLR(
+                opt, LRSchedule(a.scheduler, a.warmup_steps, self.lr_horizon(k, None))
+            )
             for k, opt in self.optimizers.items()
         }
-        self.iteration = 0
         self.history: list[dict[str, Any]] = []
         self.logger = logger
         # called as hook(iteration, episodes) after every evaluate(): what a caller needs to keep
@@ -737,7 +777,10 @@ class Trainer:
         for k, mb in enumerate(groups):
             loss, st = loss_fn(mb)
             algos.check_finite(f"{key} loss", loss.detach())
-            (loss / accum).backward()
+            # the mean over the minibatches of this step: a trailing group holds fewer than
+            # grad_accum, and dividing it by grad_accum would under-weight its minibatches
+            size = min(accum, len(groups) - (k // accum) * accum)
+            (loss / size).backward()
             stats.append(st)
             if (k + 1) % accum == 0 or k == len(groups) - 1:
                 norm = torch.nn.utils.clip_grad_norm_(params, self.cfg.algo.max_grad_norm)
@@ -747,6 +790,53 @@ class Trainer:
                 opt.zero_grad(set_to_none=True)
                 st["grad_norm"] = float(norm)
         return stats
+
+    def planned_turns(self, key: str, iteration: int) -> int:
+        """Turns optimiser ``key`` (``policy/<adapter>`` or ``critic/<name>``) trains on in
+        ``iteration`` when every episode plays all ``horizon`` rounds: the plan, an upper bound
+        when episodes can end early (``stop_on_correct``, ``max_turns``)."""
+        kind, name = key.split("/", 1)
+        if kind == "policy":
+            agents = [
+                a for a in self.agents_to_train(iteration) if self.method.policy_adapter(a) == name
+            ]
+        else:
+            agents = [a for a in self.agents if self.method.critic_name(a) == name]
+        return self.cfg.train.episodes_per_iteration * self._horizon() * len(agents)
+
+    def _horizon(self) -> int:
+        """Rounds per training episode (``horizon`` of the env's spec or ``env.overrides``)."""
+        spec = marft_envs.spec(self.env_id)
+        return int({**spec.kwargs, **self._train_overrides}.get("horizon", 1))
+
+    def lr_horizon(self, key: str, turns_now: int | None) -> int:
+        """The total optimiser steps of ``key`` in the run: the steps taken so far, this
+        iteration's (``turns_now`` turns, known once the rollout is played; ``None``: planned
+        too) and the planned steps of every later iteration."""
+        a = self.cfg.algo
+
+        def steps(turns: int) -> int:
+            return optimiser_steps(turns, a.minibatch_size, a.grad_accum, a.ppo_epochs)
+
+        done = self.schedulers[key].last_epoch if turns_now is not None else 0
+        start = self.iteration if turns_now is None else self.iteration + 1
+        now = steps(turns_now) if turns_now is not None else 0
+        later = sum(
+            steps(self.planned_turns(key, k)) for k in range(start, self.cfg.train.iterations)
+        )
+        return done + now + later
+
+    def _set_lr_horizon(self, key: str, turns_now: int) -> None:
+        """Revise optimiser ``key``'s decay horizon with this iteration's actual turn count
+        (episodes that ended early train fewer turns than planned), so its last step of the
+        run is the one that reaches the final learning rate, and set the rate it steps with
+        next accordingly."""
+        opt, sched = self.optimizers[key], self.schedulers[key]
+        fn = cast(LRSchedule, sched.lr_lambdas[0])  # built so in __init__
+        fn.total = self.lr_horizon(key, turns_now)
+        for group, base in zip(opt.param_groups, sched.base_lrs, strict=True):
+            group["lr"] = base * fn(sched.last_epoch)
+        sched._last_lr = [float(g["lr"]) for g in opt.param_groups]
 
     @staticmethod
     def _mean_stats(prefix: str, stats: list[dict[str, float]]) -> dict[str, float]:
@@ -801,6 +891,7 @@ class Trainer:
                 return loss, st
 
             stats = []
+            self._set_lr_horizon(f"policy/{adapter}", len(idx))
             for _ in range(a.ppo_epochs):
                 stats += self._optimise(
                     f"policy/{adapter}", _minibatches(idx, a.minibatch_size, generator), loss_fn
@@ -836,6 +927,7 @@ class Trainer:
                 return a.vf_coef * loss, st
 
             stats = []
+            self._set_lr_horizon(f"critic/{name}", len(idx))
             for _ in range(a.ppo_epochs):
                 stats += self._optimise(
                     f"critic/{name}", _minibatches(idx, a.minibatch_size, generator), loss_fn

@@ -576,8 +576,30 @@ class FlexMGEnv(AECEnv):
             agent=nxt,
             role=self.workflow.roles[self._agent_index[nxt]].name,
             state=self.state(),
-            messages={a: self.messages(a) for a in self.possible_agents},
+            messages={a: self._next_turn_messages(a) for a in self.possible_agents},
         )
+
+    def _next_turn_messages(self, agent: str) -> list[dict[str, str]]:
+        """What ``agent`` would see on its next turn: its view now, or, if it already acted in
+        the round the cut left unfinished, the next round's view, that round's actions so far
+        in its history (and no feedback: the round was never graded). An independent learner
+        bootstraps from the observation after its own action, not the one it acted on."""
+        i = self._agent_index[agent]
+        if all(j != i for j, _ in self._current):
+            return self.messages(agent)
+        role = self.workflow.roles[i]
+        unfinished = tuple(dict(e) for e in self._history if e["round"] == self.round)
+        user = user_text(
+            agent=agent,
+            role=role.name,
+            problem=self._task.prompt if role.sees_problem else "",
+            round_index=self.round + 1,
+            horizon=self.horizon,
+            history=self._past + unfinished,
+            feedbacks=self._feedbacks,
+            predecessors=(),
+        )
+        return chat_messages(role.instructions, user)
 
     def render(self) -> str | None:
         if self.render_mode is None:
