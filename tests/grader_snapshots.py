@@ -16,6 +16,7 @@ only way past a changed verdict is a version bump.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Iterator
@@ -65,11 +66,11 @@ def math_verdicts() -> tuple[str, dict[str, dict[str, Any]]]:
     cases = math_cases()
     verdicts = verify_many([(p, r) for _, p, r in cases], timeout=MATH_TIMEOUT)
     out: dict[str, dict[str, Any] | None] = {}
-    for (case_id, _, _), v in zip(cases, verdicts, strict=True):
+    for (case_id, pred, ref), v in zip(cases, verdicts, strict=True):
         out[case_id] = (
             None
             if v.reason == "timeout" or v.infra_error
-            else {"correct": v.correct, "score": v.score}
+            else {"correct": v.correct, "score": v.score, "input": _input_digest(pred, ref)}
         )
     return GRADER_VERSION, out  # type: ignore[return-value]
 
@@ -117,21 +118,38 @@ def code_verdicts(sandbox: Any) -> tuple[str, dict[str, dict[str, Any] | None]]:
             v = verifier.grade(response, by_id[task_id])
             timed_out = "timeout" in str(v.reason).lower()
             out[f"{case_id}/{reward}"] = (
-                None if v.infra_error or timed_out else {"correct": v.correct, "score": v.score}
+                None
+                if v.infra_error or timed_out
+                else {"correct": v.correct, "score": v.score, "input": _input_digest(response)}
             )
     return GRADER_VERSION, out
 
 
+def _input_digest(*texts: str) -> str:
+    """A short digest of a case's inputs: an edited data row is a new case, not a new verdict."""
+    return hashlib.sha256("\0".join(texts).encode("utf-8")).hexdigest()[:16]
+
+
+def compared_cases(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """The cases both sides graded on the same inputs (``None``, a time-out, is not graded)."""
+    return [
+        c
+        for c in sorted(set(recorded) & set(now))
+        if recorded[c] is not None
+        and now[c] is not None
+        and recorded[c].get("input") == now[c].get("input")
+    ]
+
+
 def changed_verdicts(recorded: dict[str, Any], now: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """(case id, recorded, now) for every case whose verdict differs (``None`` on either side,
-    a time-out, is not a difference; a case missing on one side is)."""
-    diffs = []
-    for case_id in sorted(set(recorded) | set(now)):
-        if case_id not in recorded or case_id not in now:
-            diffs.append((case_id, recorded.get(case_id, "<absent>"), now.get(case_id, "<absent>")))
-        elif None not in (recorded[case_id], now[case_id]) and recorded[case_id] != now[case_id]:
-            diffs.append((case_id, recorded[case_id], now[case_id]))
-    return diffs
+    """(case id, recorded, now) for every compared case (:func:`compared_cases`) whose verdict
+    (``correct``, ``score``) differs. Cases added to or dropped from the data, edited rows and
+    time-outs are not verdict changes."""
+    return [
+        (c, recorded[c], now[c])
+        for c in compared_cases(recorded, now)
+        if (recorded[c]["correct"], recorded[c]["score"]) != (now[c]["correct"], now[c]["score"])
+    ]
 
 
 def snapshot_message(grader: str, recorded: dict, version: str, now: dict) -> str | None:

@@ -87,7 +87,8 @@ def test_a_changed_role_prompt_without_a_bump_fails_naming_the_id(monkeypatch) -
     assert "arith-3agent-v1" in message and "bump the version" in message
     assert "arith-3agent-v2" in message
     # ids on other workflows are untouched
-    assert not changed_parts(table["arith-2agent-v1"], fingerprint_entry("arith-2agent-v1"))
+    duo = table["arith-2agent-v1"]
+    assert not changed_parts(duo, fingerprint_entry("arith-2agent-v1", duo["grader_version"]))
 
 
 # ---------------------------------------------------------------------------- fingerprints
@@ -130,10 +131,18 @@ def test_the_grader_version_is_a_part_of_its_own() -> None:
     assert older.grader_version == "math-0"
 
 
-def test_the_dataset_hash_is_computed_once_per_dataset() -> None:
-    env = marft_envs.make("gsm8k-2agent").unwrapped
-    env.fingerprint
-    assert "hash" in vars(env.dataset)  # the cached_property is filled, not recomputed
+def test_the_dataset_hash_is_computed_once_per_dataset(monkeypatch) -> None:
+    import tasks
+    import tasks.dataset
+
+    calls = []
+    real = tasks.dataset.content_hash
+    monkeypatch.setattr(tasks.dataset, "content_hash", lambda ts: calls.append(1) or real(ts))
+    ds = tasks.load("arith", split="test", cache=False)  # a fresh Dataset: nothing cached yet
+    env = marft_envs.make("arith-2agent", dataset=ds).unwrapped
+    first = env.fingerprint
+    again = marft_envs.make("arith-2agent", dataset=ds).unwrapped.fingerprint
+    assert first == again and len(calls) == 1  # hashed once, then read from the Dataset
 
 
 # ----------------------------------------------------------------------------- versions

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.grader_snapshots import load_snapshot, math_verdicts, snapshot_message
+from tests.grader_snapshots import compared_cases, load_snapshot, math_verdicts, snapshot_message
 
 
 def test_math_verdicts_match_the_snapshot_of_their_version() -> None:
     version, now = math_verdicts()
     recorded = load_snapshot("math")
     assert len(recorded["verdicts"]) > 900  # every pair of the three files
+    assert len(compared_cases(recorded["verdicts"], now)) > 900, "too few pairs compared"
     message = snapshot_message("math", recorded, version, now)
     assert message is None, message
 
@@ -25,6 +26,9 @@ def test_a_changed_verdict_under_the_same_version_fails_and_says_bump() -> None:
     # a time-out (None) is the machine's load, not a changed rule
     timed_out = {**recorded["verdicts"], case: None}
     assert snapshot_message("math", recorded, recorded["grader_version"], timed_out) is None
+    # an edited data row (other inputs under the same id) is a new case, not a changed verdict
+    edited = {**flipped, case: {**flipped[case], "input": "0" * 16}}
+    assert snapshot_message("math", recorded, recorded["grader_version"], edited) is None
     # a new version needs a re-recorded snapshot
     assert "re-record" in (snapshot_message("math", recorded, "math-999", flipped) or "")
 
