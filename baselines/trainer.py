@@ -33,7 +33,7 @@ import marft_envs
 from marft_envs import VectorEnv
 
 from .core import algos, diagnostics
-from .core.advantages import RowKey, compute_advantages, whiten
+from .core.advantages import RowKey, compute_advantages, normalize
 from .core.checkpoint import (
     capture_rng_state,
     latest_checkpoint,
@@ -43,7 +43,13 @@ from .core.checkpoint import (
 )
 from .core.config import Config, ConfigError
 from .core.critic import CENTRALIZED, Critics, centralized_messages
-from .core.generation import Generator, HFGenerator, SamplingSpec, render_prompts
+from .core.generation import (
+    Generator,
+    HFGenerator,
+    SamplingSpec,
+    render_prompts,
+    stop_token_ids,
+)
 from .core.groups import (
     AT_GRPO,
     GroupBatch,
@@ -262,6 +268,7 @@ class Trainer:
         self.critics = Critics(self.critic_model, self.critic_names, self.method.critic_kind)
         self.pad_id = tokenizer.pad_token_id
         self.generator: Generator
+        extra_stops = stop_token_ids(tokenizer, cfg.model.stop)
         if cfg.model.backend == "vllm":
             from .distributed.vllm_generator import VLLMGenerator
 
@@ -270,12 +277,14 @@ class Trainer:
                 self.out_dir / "vllm",
                 adapters=self.policy_names,
                 max_prompt_tokens=cfg.model.max_prompt_tokens,
+                extra_stop_ids=extra_stops,
             )
         else:
             self.generator = HFGenerator(
                 self.model,
                 batch_size=max(cfg.env.num_envs, 1),
                 max_prompt_tokens=cfg.model.max_prompt_tokens,
+                extra_stop_ids=extra_stops,
             )
 
         a = cfg.algo
@@ -402,8 +411,9 @@ class Trainer:
             metrics.update(
                 self._scoring_metrics(rollout, samples, old_logp, ref_logp, adv, old_values, ret)
             )
-            if a.normalize_advantages:
-                adv = whiten(adv, keys)
+            if a.normalize_advantages and a.adv_norm != "none":
+                agent_of = {(s.episode, s.index): s.agent for s in samples}
+                adv = normalize(adv, keys, a.adv_norm, agent_of, a.adv_std_floor)
         for k in keys:
             algos.check_finite(f"advantages of turn {k}", adv[k])
 
@@ -767,8 +777,12 @@ class Trainer:
                     out[(s.episode, s.index)] = row[:n].clone()
         return out
 
-    def _optimise(self, key: str, groups: list[list[int]], loss_fn) -> list[dict[str, float]]:
-        """Accumulate ``loss_fn(minibatch)`` over ``grad_accum`` minibatches per optimiser step."""
+    def _optimise(
+        self, key: str, groups: list[list[int]], loss_fn, stop=None
+    ) -> list[dict[str, float]]:
+        """Accumulate ``loss_fn(minibatch)`` over ``grad_accum`` minibatches per optimiser step.
+        ``stop(stats)`` true (``algo.target_kl``) ends the loop before that minibatch's backward;
+        a partly accumulated step is dropped."""
         opt, sched = self.optimizers[key], self.schedulers[key]
         params = [p for g in opt.param_groups for p in g["params"]]
         accum = self.cfg.algo.grad_accum
@@ -776,6 +790,9 @@ class Trainer:
         opt.zero_grad(set_to_none=True)
         for k, mb in enumerate(groups):
             loss, st = loss_fn(mb)
+            if stop is not None and stop(st):
+                opt.zero_grad(set_to_none=True)
+                break
             algos.check_finite(f"{key} loss", loss.detach())
             # the mean over the minibatches of this step: a trailing group holds fewer than
             # grad_accum, and dividing it by grad_accum would under-weight its minibatches
@@ -869,6 +886,12 @@ class Trainer:
                 width = logp.shape[1]
                 old = _pad([old_logp[k] for k in keys], width).to(logp.device)
                 advantages = _pad([adv[k] for k in keys], width).to(logp.device)
+                max_tokens = self.cfg.model.max_new_tokens
+                weights, is_stats = None, dict[str, float]()
+                if a.rollout_is == "truncated":
+                    weights, is_stats = rollout_is(
+                        chunk, old, mask, a.rollout_is_cap, a.ratio_level
+                    )
                 loss, st = algos.ppo_policy_loss(
                     logp,
                     old,
@@ -877,26 +900,47 @@ class Trainer:
                     a.clip_eps,
                     a.clip_eps_high,
                     aggregation=a.loss_agg,
-                    max_tokens=self.cfg.model.max_new_tokens,
+                    max_tokens=max_tokens,
+                    ratio_level=a.ratio_level,
+                    clip_ratio_c=a.clip_ratio_c,
+                    weights=weights,
                 )
-                entropy = algos.entropy_bonus(ent, mask)
+                st.update(is_stats)
+                # entropy and KL are reduced as the policy loss is (algo.loss_agg)
+                entropy = algos.entropy_bonus(ent, mask, a.loss_agg, max_tokens)
                 st["policy_loss"] = float(loss.detach())
-                st["entropy"] = float(entropy.detach())
+                st["entropy"] = float(algos.masked_mean(ent.detach(), mask))  # per token
                 loss = loss - a.ent_coef * entropy
                 if a.kl_coef > 0:
                     ref = _pad([ref_logp[k] for k in keys], width).to(logp.device)
-                    kl = algos.masked_mean(algos.kl_penalty(logp, ref, a.kl_kind), mask)
-                    st["kl"] = float(kl.detach())
+                    kl_tok = algos.kl_penalty(logp, ref, a.kl_kind)
+                    kl = algos.policy_loss_aggregate(kl_tok, mask, a.loss_agg, max_tokens)
+                    st["kl"] = float(algos.masked_mean(kl_tok.detach(), mask))  # per token
                     loss = loss + a.kl_coef * kl
                 return loss, st
 
-            stats = []
+            stats: list[dict[str, float]] = []
+            stopped: list[dict[str, float]] = []  # the minibatch whose KL stopped the update
+
+            def stop(st: dict[str, float], stopped: list = stopped) -> bool:
+                if a.target_kl is not None and st["kl_rollout"] > a.target_kl:
+                    stopped.append(st)
+                return bool(stopped)
+
             self._set_lr_horizon(f"policy/{adapter}", len(idx))
             for _ in range(a.ppo_epochs):
                 stats += self._optimise(
-                    f"policy/{adapter}", _minibatches(idx, a.minibatch_size, generator), loss_fn
+                    f"policy/{adapter}",
+                    _minibatches(idx, a.minibatch_size, generator),
+                    loss_fn,
+                    stop if a.target_kl is not None else None,
                 )
-            metrics.update(self._mean_stats(f"agent/{adapter}", stats))
+                if stopped:
+                    break
+            metrics.update(self._mean_stats(f"agent/{adapter}", stats or stopped))
+            if a.target_kl is not None:
+                metrics[f"agent/{adapter}/kl_early_stop"] = float(bool(stopped))
+                metrics[f"agent/{adapter}/minibatches_applied"] = float(len(stats))
             lr = self.schedulers[f"policy/{adapter}"].get_last_lr()[0]
             metrics[f"agent/{adapter}/lr"] = float(lr)
         return metrics
@@ -1058,6 +1102,22 @@ def resume_path(path: str | Path) -> Path:
             f"{p}/checkpoints/step_*/ from an earlier run)"
         )
     return latest
+
+
+def rollout_is(
+    chunk: Sequence[TurnSample], train_logp: torch.Tensor, mask: torch.Tensor, cap: float, level
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """``algo.rollout_is=truncated``: :func:`~baselines.core.algos.rollout_is_weights` of a
+    minibatch from each turn's ``rollout_logprobs`` (tokens the generator did not report get
+    weight 1)."""
+    width = train_logp.shape[1]
+    rollout = torch.zeros_like(train_logp)
+    reported = torch.zeros_like(mask)
+    for b, s in enumerate(chunk):
+        n = min(len(s.rollout_logprobs), width)
+        rollout[b, :n] = torch.tensor(s.rollout_logprobs[:n], dtype=train_logp.dtype)
+        reported[b, :n] = True
+    return algos.rollout_is_weights(train_logp, rollout, mask, cap, reported & mask, level)
 
 
 def logprob_mismatch_metrics(

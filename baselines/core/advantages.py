@@ -175,10 +175,36 @@ def _bootstrap_of(rollout: Rollout, key: RowKey, bootstrap: Mapping[RowKey, floa
 
 def whiten(advantages: dict, keys: Sequence) -> dict:
     """Normalise the advantages of ``keys`` to mean 0, std 1 over their real tokens."""
+    return normalize(advantages, keys)
+
+
+def normalize(
+    advantages: dict,
+    keys: Sequence,
+    mode: str = "batch",
+    group_of: Mapping | None = None,
+    std_floor: float = 0.0,
+) -> dict:
+    """The advantages of ``keys`` normalised by :func:`~baselines.core.algos.normalize_advantages`
+    over their tokens: ``mode`` ``batch`` (all keys together), ``agent`` (``group_of[key]`` names
+    each key's group, e.g. its agent id) or ``none``; sets with std below ``std_floor`` are only
+    centred."""
     if not keys:
         return {}
     flat = torch.cat([advantages[k] for k in keys])
-    white = algos.masked_whiten(flat, torch.ones_like(flat, dtype=torch.bool))
+    groups = None
+    if mode == "agent":
+        if group_of is None:
+            raise ValueError("mode='agent' needs group_of: each key's agent")
+        ids = {g: i for i, g in enumerate(dict.fromkeys(group_of[k] for k in keys))}
+        groups = torch.cat([torch.full((advantages[k].numel(),), ids[group_of[k]]) for k in keys])
+    white = algos.normalize_advantages(
+        flat,
+        torch.ones_like(flat, dtype=torch.bool),
+        mode,  # type: ignore[arg-type]  # checked by normalize_advantages
+        groups=groups,
+        std_floor=std_floor,
+    )
     out, start = {}, 0
     for k in keys:
         n = advantages[k].numel()

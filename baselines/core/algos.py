@@ -37,8 +37,10 @@ __all__ = [
     "masked_var",
     "masked_whiten",
     "mean_kl",
+    "normalize_advantages",
     "policy_loss_aggregate",
     "ppo_policy_loss",
+    "rollout_is_weights",
     "round_end_from_agents",
     "sequential_gae",
     "token_level_gae",
@@ -205,6 +207,61 @@ def masked_whiten(
     if not shift_mean:
         out = out + mean
     return torch.where(m, out, torch.zeros_like(out))
+
+
+def normalize_advantages(
+    advantages: Tensor,
+    mask: Tensor,
+    mode: Literal["batch", "agent", "none"] = "batch",
+    groups: Tensor | None = None,
+    std_floor: float = 0.0,
+    eps: float = 1e-8,
+) -> Tensor:
+    """Whiten advantages over the batch (``batch``), over each agent's entries (``agent``) or
+    not at all (``none``), and leave a set whose spread is below ``std_floor`` unscaled.
+
+    ``batch``: one mean and std over every real entry (PPO's usual whitening; it mixes the
+    agents, so an agent whose raw advantages sit apart from the others' keeps a non-zero
+    mean). ``agent``: each group (``groups``, e.g. the agent index of every token) is centred
+    and scaled on its own statistics (Dr. MAS, arXiv 2602.08847: per-agent normalisation
+    removes the gradient spikes of mixing agents with different advantage scales). A set whose
+    (Bessel-corrected) std is below ``std_floor`` is only centred: when every reward of a batch
+    ties its advantages are critic noise (std ~1e-3), and whitening would blow that noise up to
+    unit size and train on it; below the floor it stays as small as it is.
+
+    Args:
+        advantages: any shape ``S``.
+        mask: shape ``S``; 1 on real entries.
+        mode: ``"batch"``, ``"agent"`` or ``"none"``.
+        groups: shape ``S`` integer group ids (``mode="agent"`` only).
+        std_floor: sets with std below this are centred but not divided by their std (0:
+            always whiten, as :func:`masked_whiten`).
+        eps: added to the variance.
+
+    Returns:
+        Shape ``S``; padded entries are 0.
+    """
+    m = _as_bool(mask, advantages)
+    zero = torch.zeros_like(advantages)
+    if mode == "none":
+        return torch.where(m, advantages, zero)
+    if mode == "batch":
+        sets = [m]
+    elif mode == "agent":
+        if groups is None or groups.shape != advantages.shape:
+            raise ValueError("mode='agent' needs groups of the advantages' shape (agent ids)")
+        sets = [m & (groups == g) for g in torch.unique(groups[m])]
+    else:
+        raise ValueError(f"mode must be 'batch', 'agent' or 'none', got {mode!r}")
+    if std_floor < 0:
+        raise ValueError(f"std_floor must be >= 0, got {std_floor}")
+    out = zero
+    for part in sets:
+        mean, var = masked_mean(advantages, part), masked_var(advantages, part)
+        centred = advantages - mean
+        scaled = centred if float(var.sqrt()) < std_floor else centred * torch.rsqrt(var + eps)
+        out = torch.where(part, scaled, out)
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -421,7 +478,7 @@ def group_relative_advantages(
     ``A_i = (r_i - mean_{g(i)}) / (std_{g(i)} + eps)`` with the sample std (Bessel-corrected,
     ``ddof=1``: ``torch.std``'s default, which both references call: verl's
     ``compute_grpo_outcome_advantage``, the GRPO that PettingLLMs' AT-GRPO runs, and TRL's
-    ``GRPOTrainer``); with ``scale_by_std=False`` (Dr.GRPO; CoMLRL's MAGRPO default)
+    ``GRPOTrainer``); with ``scale_by_std=False`` (Dr.GRPO)
     ``A_i = r_i - mean_{g(i)}``. A group whose rewards all tie gives 0 advantages either way.
 
     Args:
@@ -506,6 +563,11 @@ def _broadcast_like(x: Tensor, like: Tensor) -> Tensor:
     return x.expand_as(like)
 
 
+#: Log-ratios are clamped to this before ``exp`` (as verl): a whole action's summed log-ratio
+#: (``ratio_level="action"``) can reach hundreds on a long response and overflow float32.
+MAX_LOG_RATIO = 20.0
+
+
 def ppo_policy_loss(
     logp: Tensor,
     old_logp: Tensor,
@@ -515,6 +577,10 @@ def ppo_policy_loss(
     clip_eps_high: float | None = None,
     aggregation: Literal["token_mean", "seq_mean", "seq_sum_norm"] = "token_mean",
     max_tokens: int | None = None,
+    *,
+    ratio_level: Literal["token", "action"] = "token",
+    clip_ratio_c: float | None = None,
+    weights: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, float]]:
     """PPO clipped surrogate loss, token-mean over real tokens (by default).
 
@@ -532,23 +598,54 @@ def ppo_policy_loss(
         clip_eps_high: upper clip range (DAPO's clip-higher); defaults to ``clip_eps``.
         aggregation, max_tokens: how the per-token loss is reduced
             (:func:`policy_loss_aggregate`; ``seq_sum_norm`` is Dr.GRPO's).
+        ratio_level: ``"token"``: one ratio and one clip per token (verl, TRL; an action-level
+            advantage is copied to each token). ``"action"``: one ratio per row,
+            ``exp(sum_t logp_t - sum_t old_logp_t)``, clipped once, with the row's advantage
+            (the MARFT paper and reference code; the row's loss is then reduced by
+            ``aggregation`` as if each of its tokens carried it: ``seq_mean`` is the
+            reference's mean over actions).
+        clip_ratio_c: dual-clip (verl's ``clip_ratio_c``, Ye et al. 2020): where ``A < 0`` the
+            loss is at most ``-A * clip_ratio_c``, so a ratio far above 1 on a bad action
+            cannot produce an unbounded loss; ``None`` = off. Must be > 1.
+        weights: ``[B, T]`` (or ``[B]``) non-negative per-token factors applied to the
+            per-token loss before the reduction, no gradient (the rollout importance
+            correction, :func:`rollout_is_weights`); ``None`` = 1.
 
     Returns:
         ``(loss, stats)``; loss is a scalar; stats (floats): ``clipfrac`` (share of real
         tokens where the clipped branch is active), ``kl_rollout`` (KL from the rollout
-        policy to the current one, :func:`mean_kl` with k3),
-        ``ratio_mean``, ``ratio_max``.
+        policy to the current one, :func:`mean_kl` with k3: the approximate KL that
+        ``algo.target_kl`` compares), ``ratio_mean``, ``ratio_max``, and with dual-clip
+        ``dualclip_frac`` (share of real tokens where the ``-A * c`` bound is active).
     """
     eps_high = clip_eps if clip_eps_high is None else clip_eps_high
-    adv = _broadcast_like(advantages, logp).detach()
+    if clip_ratio_c is not None and clip_ratio_c <= 1.0:
+        raise ValueError(f"clip_ratio_c must be > 1 (dual-clip bound), got {clip_ratio_c}")
     m = _as_bool(mask, logp)
+    adv = _broadcast_like(advantages, logp).detach()
     zero = torch.zeros((), dtype=logp.dtype, device=logp.device)
     # Padding may hold anything: zero the log-ratio there so exp() cannot overflow.
-    log_ratio = torch.where(m, logp - old_logp.detach(), zero)
-    ratio = torch.exp(log_ratio)
+    token_log_ratio = torch.where(m, logp - old_logp.detach(), zero)
+    if ratio_level == "token":
+        log_ratio = token_log_ratio
+    elif ratio_level == "action":
+        # one ratio per action: the product of its token ratios, on every token of the row
+        log_ratio = _broadcast_like(token_log_ratio.sum(dim=-1), logp)
+        # the row's advantage (an action-level advantage is the same on every token)
+        adv = _broadcast_like(masked_mean(torch.where(m, adv, zero), m, dim=-1), logp)
+    else:
+        raise ValueError(f"ratio_level must be 'token' or 'action', got {ratio_level!r}")
+    ratio = torch.exp(log_ratio.clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO))
     unclipped = -adv * ratio
     clipped = -adv * torch.clamp(ratio, 1.0 - clip_eps, 1.0 + eps_high)
     per_token = torch.maximum(unclipped, clipped)
+    dual = torch.zeros_like(m)
+    if clip_ratio_c is not None:
+        bound = -adv * clip_ratio_c
+        dual = (adv < 0) & (per_token > bound)
+        per_token = torch.where(adv < 0, torch.minimum(per_token, bound), per_token)
+    if weights is not None:
+        per_token = per_token * _broadcast_like(weights, logp).detach()
     loss = policy_loss_aggregate(per_token, m, aggregation, max_tokens)
     with torch.no_grad():
         stats = {
@@ -557,7 +654,59 @@ def ppo_policy_loss(
             "ratio_mean": float(masked_mean(ratio, m)),
             "ratio_max": float(torch.where(m, ratio, zero).max()) if m.any() else 0.0,
         }
+        if clip_ratio_c is not None:
+            stats["dualclip_frac"] = float(masked_mean(dual.to(logp.dtype), m))
     return loss, stats
+
+
+def rollout_is_weights(
+    train_logp: Tensor,
+    rollout_logp: Tensor,
+    mask: Tensor,
+    cap: float,
+    reported: Tensor | None = None,
+    level: Literal["token", "action"] = "token",
+) -> tuple[Tensor, dict[str, float]]:
+    """Truncated importance weights for the rollout/trainer mismatch (TRL's vLLM correction).
+
+    The tokens were sampled by the generator (vLLM, or the KV-cached ``generate``), whose
+    probabilities differ slightly from the training forward's ``pi_old`` that PPO's ratio is
+    taken against; the sampled tokens are reweighted by ``w = min(exp(train_logp -
+    rollout_logp), cap)`` (truncated IS, Ionides 2008; TRL's vLLM correction).
+    ``level="action"`` uses one weight per row, ``min(exp(sum_t (train_logp - rollout_logp)),
+    cap)``, to go with ``ratio_level="action"``.
+
+    Args:
+        train_logp: ``[B, T]`` the training forward's log-probs of the sampled tokens (pi_old).
+        rollout_logp: ``[B, T]`` the generator's log-probs of the same tokens.
+        mask: ``[B, T]`` real response tokens.
+        cap: upper truncation (> 0).
+        reported: ``[B, T]`` where the generator reported a log-prob (vLLM may omit the stop
+            token's); elsewhere the weight is 1. ``None`` = wherever ``mask`` is set.
+        level: ``"token"`` or ``"action"``.
+
+    Returns:
+        ``(weights, stats)``: weights ``[B, T]``, no gradient, 1 on padding and unreported
+        tokens; stats ``is_weight_mean`` and ``is_capped_frac`` over real tokens.
+    """
+    if cap <= 0:
+        raise ValueError(f"cap must be > 0, got {cap}")
+    m = _as_bool(mask, train_logp)
+    rep = m if reported is None else (m & _as_bool(reported, train_logp))
+    zero = torch.zeros((), dtype=train_logp.dtype, device=train_logp.device)
+    diff = torch.where(rep, train_logp.detach() - rollout_logp.detach(), zero)
+    if level == "action":
+        diff = _broadcast_like(diff.sum(dim=-1), train_logp)
+        rep = _broadcast_like(rep.any(dim=-1), train_logp) & m
+    elif level != "token":
+        raise ValueError(f"level must be 'token' or 'action', got {level!r}")
+    raw = torch.exp(diff.clamp(-MAX_LOG_RATIO, MAX_LOG_RATIO))
+    weights = torch.where(rep, raw.clamp(max=cap), torch.ones_like(raw))
+    stats = {
+        "is_weight_mean": float(masked_mean(weights, m)),
+        "is_capped_frac": float(masked_mean((rep & (raw > cap)).to(train_logp.dtype), m)),
+    }
+    return weights, stats
 
 
 def clipped_value_loss(
@@ -607,17 +756,27 @@ def clipped_value_loss(
     return loss, stats
 
 
-def entropy_bonus(entropy: Tensor, mask: Tensor) -> Tensor:
-    """Mean per-token entropy over real tokens (the loss subtracts ``ent_coef`` times it).
+def entropy_bonus(
+    entropy: Tensor,
+    mask: Tensor,
+    aggregation: Literal["token_mean", "seq_mean", "seq_sum_norm"] = "token_mean",
+    max_tokens: int | None = None,
+) -> Tensor:
+    """Per-token entropy reduced as the policy loss is (the loss subtracts ``ent_coef`` times it).
+
+    The trainer reduces the entropy bonus and the KL penalty with the policy loss's
+    ``algo.loss_agg`` (as verl's ``agg_loss``), so ``seq_mean`` weighs every response the same in
+    all three terms instead of the regularisers favouring long responses.
 
     Args:
         entropy: ``[B, T]`` entropy of the policy's next-token distribution.
         mask: ``[B, T]``.
+        aggregation, max_tokens: as :func:`policy_loss_aggregate` (default: token mean).
 
     Returns:
         Scalar.
     """
-    return masked_mean(entropy, mask)
+    return policy_loss_aggregate(entropy, mask, aggregation, max_tokens)
 
 
 def kl_penalty(logp: Tensor, ref_logp: Tensor, kind: Literal["k1", "k2", "k3"] = "k3") -> Tensor:

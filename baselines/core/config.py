@@ -88,6 +88,11 @@ class ModelConfig:
         1.0, "sampling temperature in training rollouts (log-probs use the same temperature)"
     )
     top_p: float = _f(1.0, "nucleus sampling in training rollouts")
+    stop: list[str] = _f(
+        [],
+        "a reply also ends at the first generated token whose text contains one of these "
+        "strings (e.g. a newline: one-line replies); the token is kept, so the policy learns it",
+    )
     gradient_checkpointing: bool = _f(False, "trade compute for memory in the backward pass")
 
 
@@ -137,7 +142,40 @@ class AlgoConfig:
     )
     kl_kind: Literal["k1", "k2", "k3"] = _f("k3", "KL estimator")
     vf_coef: float = _f(0.5, "value loss coefficient")
-    normalize_advantages: bool = _f(True, "whiten advantages over real tokens of the batch")
+    normalize_advantages: bool = _f(
+        True, "normalise advantages as algo.adv_norm says (False: none, whatever adv_norm says)"
+    )
+    adv_norm: Literal["batch", "agent", "none"] = _f(
+        "batch",
+        "advantage whitening: over every real token of the batch, over each agent's tokens "
+        "(Dr. MAS), or none",
+    )
+    adv_std_floor: float = _f(
+        0.0,
+        "a normalisation set whose advantage std is below this is only centred, not scaled to "
+        "std 1 (ties: critic noise stays small); 0 = always scale",
+    )
+    ratio_level: Literal["token", "action"] = _f(
+        "token",
+        "PPO ratio and clip per token (verl, TRL), or one per action: exp(sum of token "
+        "log-ratios) (MARFT reference)",
+    )
+    clip_ratio_c: float | None = _f(
+        None, "dual-clip bound (> 1) on the loss of negative-advantage tokens; null = off"
+    )
+    target_kl: float | None = _f(
+        None,
+        "approximate-KL early stop: an adapter's update stops for the iteration at the first "
+        "minibatch whose KL to the rollout policy (k3) exceeds this; null = off",
+    )
+    rollout_is: Literal["none", "truncated"] = _f(
+        "none",
+        "importance correction for the generator/trainer log-prob mismatch: none, or truncated "
+        "IS weights min(exp(train - rollout logp), rollout_is_cap) (TRL's vLLM correction)",
+    )
+    rollout_is_cap: float = _f(
+        2.0, "upper truncation of the rollout IS weights (ms-swift's default threshold)"
+    )
     ppo_epochs: int = _f(1, "passes over each rollout batch")
     minibatch_size: int = _f(4, "sequences per optimiser micro-step")
     grad_accum: int = _f(1, "micro-steps accumulated per optimiser step")
@@ -304,6 +342,14 @@ class Config:
                 "env.eval_num_envs must be >= 1 or null (= env.num_envs)",
             ),
             (a.kl_ref_every >= 0, "algo.kl_ref_every must be >= 0 (0 = never)"),
+            (a.adv_std_floor >= 0, "algo.adv_std_floor must be >= 0"),
+            (
+                a.clip_ratio_c is None or a.clip_ratio_c > 1.0,
+                "algo.clip_ratio_c must be > 1 (the dual-clip bound) or null",
+            ),
+            (a.target_kl is None or a.target_kl > 0, "algo.target_kl must be > 0 or null"),
+            (a.rollout_is_cap > 0, "algo.rollout_is_cap must be > 0"),
+            (all(m.stop), "model.stop must not hold an empty string"),
             (t.iterations >= 0, "train.iterations must be >= 0"),
             (t.episodes_per_iteration >= 1, "train.episodes_per_iteration must be >= 1"),
             (

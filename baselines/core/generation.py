@@ -69,6 +69,21 @@ def render_prompts(
     return out
 
 
+def stop_token_ids(tokenizer, strings: Sequence[str]) -> list[int]:
+    """Every vocabulary id whose decoded text contains one of ``strings`` (``model.stop``).
+
+    Generation stops on token ids, never on decoded text, so both backends stop at the same
+    token and the trainer scores exactly what was sampled: a stop string becomes the ids of every
+    token that contains it (for a newline: ``\n``, ``\n\n``, ``.\n``, ...). A string that
+    only ever arises across two tokens is not caught; single characters always are.
+    """
+    if not strings:
+        return []
+    size = len(tokenizer)
+    texts = tokenizer.batch_decode([[i] for i in range(size)])
+    return [i for i, text in enumerate(texts) if any(s in text for s in strings)]
+
+
 def left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Left-pad token id rows into ``(input_ids, attention_mask)``."""
     width = max(len(r) for r in rows)
@@ -163,7 +178,13 @@ class HFGenerator:
     state replays a rollout exactly.
     """
 
-    def __init__(self, model, batch_size: int = 32, max_prompt_tokens: int | None = None):
+    def __init__(
+        self,
+        model,
+        batch_size: int = 32,
+        max_prompt_tokens: int | None = None,
+        extra_stop_ids: Sequence[int] = (),
+    ):
         self.model = model
         self.tokenizer = model.tokenizer
         self.batch_size = batch_size
@@ -171,6 +192,7 @@ class HFGenerator:
         eos = self.tokenizer.eos_token_id
         extra = model.peft.get_base_model().generation_config.eos_token_id
         ids = {eos} | (set(extra) if isinstance(extra, (list, tuple)) else {extra})
+        ids |= set(extra_stop_ids)  # model.stop (stop_token_ids)
         self.stop_ids = sorted(i for i in ids if i is not None)
 
     def generate(

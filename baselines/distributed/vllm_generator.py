@@ -190,10 +190,12 @@ class VLLMGenerator:
         adapters: Sequence[str] | None = None,
         base_path: str | Path | None = None,
         max_prompt_tokens: int | None = None,
+        extra_stop_ids: Sequence[int] = (),
         **engine_kwargs: Any,
     ) -> VLLMGenerator:
         """An engine in this process for an :class:`~baselines.core.models.AdapterModel`, its
-        ``adapters`` (default: all; pass the policy adapters) synced once.
+        ``adapters`` (default: all; pass the policy adapters) synced once; ``extra_stop_ids``
+        end a response as EOS does (``model.stop``, via ``stop_token_ids``).
 
         ``base_path``: a folder (or Hub id) vLLM can load the base from; by default the base is
         exported to ``work_dir/base`` (cheap for small models; pass the original path for big
@@ -209,7 +211,7 @@ class VLLMGenerator:
             work_dir,
             num_adapters=len(adapters),
             lora_rank=max(int(model.peft.peft_config[n].r) for n in adapters),
-            stop_ids=stop_ids_of(model),
+            stop_ids=list(dict.fromkeys([*stop_ids_of(model), *extra_stop_ids])),
             max_prompt_tokens=max_prompt_tokens,
             **engine_kwargs,
         )
