@@ -19,6 +19,7 @@ from pathlib import Path
 import marft_envs
 import tasks
 from marft_envs.credit import ExactVerifier, chain_workflow
+from marft_envs.games import OPTIONS, REPAIR_KEYS, REVIEW
 from tasks import Dataset
 
 ENV_ID = "relay-2agent"
@@ -49,6 +50,20 @@ def register_relay(env_id: str = ENV_ID, keys: str = KEYS) -> str:
             },
         )
     return env_id
+
+
+#: The letters a tiny model must read and emit on each game id (:func:`vocabulary`).
+GAME_VOCABULARY: dict[str, str] = {
+    "climbing-2agent": OPTIONS,
+    "penalty-2agent": OPTIONS,
+    "repair-2agent": REPAIR_KEYS + REVIEW,
+}
+
+
+def vocabulary(env_id: str, default: str = "AB") -> str:
+    """The ``keys`` of :func:`relay_model` for ``env_id``: the matrix games' three options, the
+    repair game's two keys and its review request, else ``default`` (the credit games' keys)."""
+    return GAME_VOCABULARY.get(env_id, default)
 
 
 # The training settings under which MARFT learns the relay on CPU (learning test, benchmarks).

@@ -16,7 +16,7 @@ from .flexmg import EnvSnapshot, FlexMGEnv
 from .registry import EnvSpec, check_overrides, make, pprint_registry, register, registry, spec
 from .spaces import UnicodeText
 from .vector import Batch, VectorEnv, VectorFlexEnv, make_vec
-from .verdict import Verdict
+from .verdict import RoundPlay, RoundVerifier, Verdict
 from .verifiers import Verifier, get_verifier, grader_version, register_verifier
 from .workflow import Role, Workflow, get_workflow, register_workflow, workflow_names
 
@@ -33,6 +33,8 @@ __all__ = [
     "FinalView",
     "FlexMGEnv",
     "Role",
+    "RoundPlay",
+    "RoundVerifier",
     "Turn",
     "UnicodeText",
     "VectorEnv",

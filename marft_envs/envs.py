@@ -54,8 +54,10 @@ def register_builtin_envs() -> None:
     """Register every built-in id (idempotent)."""
     from .code.env import register_code_envs  # stdlib and core dependencies only
     from .credit import register_credit_envs
+    from .games import register_game_envs
 
     register_math_envs()
     register_credit_envs()
     register_sum_envs()
+    register_game_envs()
     register_code_envs()

@@ -13,7 +13,7 @@ import copy
 import hashlib
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +29,11 @@ from .errors import require_episode
 from .fingerprint import Fingerprint, env_fingerprint
 from .prompts import chat_messages, prompt_text, transcript_text, user_text
 from .spaces import UnicodeText
-from .verdict import Verdict
+from .verdict import RoundPlay, Verdict, grades_rounds
 from .verifiers import FEEDBACK_MODES, get_verifier, grader_version
 from .workflow import Workflow, get_workflow
 
-REWARD_TO = ("team", "last", "answerer")
+REWARD_TO = ("team", "last", "answerer", "graded")
 #: The episode rules' version, part of every environment fingerprint (marft_envs.fingerprint):
 #: bump it in the same commit as a change of what reset/step do with the same settings (how the
 #: task is chosen, when an episode ends, how rewards are attributed), and bump the ids it changes.
@@ -129,8 +129,16 @@ class FlexMGEnv(AECEnv):
         verifier: a verifier name (``"math"``) or an object with ``grade``/``feedback``.
         horizon: rounds per episode.
         feedback: ``"none"``, ``"verdict"`` or ``"tests"`` (code): the message shown between rounds.
-        reward_to: ``"team"`` (every agent gets the team reward), ``"last"`` or ``"answerer"``.
+        reward_to: ``"team"`` (every agent gets the team reward), ``"last"``, ``"answerer"``, or
+            ``"graded"`` (each agent the verifier graded gets its ``Verdict.agent_scores`` entry;
+            the answerer the score when the verifier graded only it).
         roles: ``False`` gives every agent the same generic prompt (the roles ablation).
+        order: the order ablation, ``"reversed"`` or a permutation of the workflow's positions
+            (:meth:`Workflow.reordered`: the matrix and the graded position stay with positions).
+        dependency: the dependency ablation, ``"chain"``, ``"parallel"`` or a matrix
+            (:meth:`Workflow.with_dependency`), applied after ``order``.
+        anonymous_roles: name every role ``agent`` (ids ``agent_0``, ...), keeping each role's
+            instructions (:meth:`Workflow.anonymised`).
         seed: default seed of the first ``reset()``.
         stop_on_correct: end the episode at the first correct round (default) or play all rounds.
         max_turns: an outside turn limit; reaching it before the end truncates the episode.
@@ -155,6 +163,9 @@ class FlexMGEnv(AECEnv):
         feedback: str = "none",
         reward_to: str = "team",
         roles: bool = True,
+        order: str | Sequence[int] | None = None,
+        dependency: str | Sequence[Sequence[int]] | None = None,
+        anonymous_roles: bool = False,
         seed: int | None = None,
         stop_on_correct: bool = True,
         max_turns: int | None = None,
@@ -179,7 +190,9 @@ class FlexMGEnv(AECEnv):
         if max_turns is not None and max_turns < 1:
             raise ValueError(f"max_turns must be >= 1 or None, got {max_turns!r}")
 
-        wf = get_workflow(workflow)
+        wf = get_workflow(workflow).ablated(
+            order=order, dependency=dependency, anonymous_roles=anonymous_roles
+        )
         self.workflow: Workflow = wf if roles else wf.without_roles()
         self.dataset: Dataset = (
             dataset
@@ -464,7 +477,23 @@ class FlexMGEnv(AECEnv):
             "action"
         ]
         start = time.perf_counter()
-        verdict: Verdict = self.verifier.grade(response, self._task)
+        verdict: Verdict
+        if grades_rounds(self.verifier):  # it grades every seat's response of the round
+            n = len(self.possible_agents)
+            this_round = self._history[-n:]
+            verdict = self.verifier.grade_round(
+                RoundPlay(
+                    actions={e["agent"]: e["action"] for e in this_round},
+                    roles={e["agent"]: e["role"] for e in this_round},
+                    answerer=answerer,
+                    round=self.round,
+                    horizon=self.horizon,
+                    history=tuple(dict(e) for e in self._past),
+                ),
+                self._task,
+            )
+        else:
+            verdict = self.verifier.grade(response, self._task)
         elapsed = time.perf_counter() - start
         vdict = {
             **verdict.to_dict(),
@@ -478,7 +507,11 @@ class FlexMGEnv(AECEnv):
         public = deterministic_verdict(vdict)
         self._version += 1  # the verdict is part of state()
         for a in self.agents:
-            self.rewards[a] = self._attributed(a, answerer, verdict.score)
+            self.rewards[a] = (
+                self._graded_share(a, answerer, verdict)
+                if self.reward_to == "graded"
+                else self._attributed(a, answerer, verdict.score)
+            )
             self.infos[a] = {
                 "task_id": self._task.id,
                 "round": self.round,
@@ -513,6 +546,14 @@ class FlexMGEnv(AECEnv):
         self._version += 1
         for a in self.agents:
             self.infos[a]["round"] = self.round
+
+    @staticmethod
+    def _graded_share(agent: str, answerer: str, verdict: Verdict) -> float:
+        """``reward_to="graded"``: the agent's ``Verdict.agent_scores`` entry (0 when the
+        verifier did not grade it); a verdict without entries pays the answerer the score."""
+        if verdict.agent_scores:
+            return float(verdict.agent_scores.get(agent, 0.0))
+        return float(verdict.score) if agent == answerer else 0.0
 
     def _attributed(self, agent: str, answerer: str, score: float) -> float:
         if self.reward_to == "team":

@@ -16,6 +16,7 @@ Custom workflows are public API::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -125,6 +126,81 @@ class Workflow:
         generic = GENERIC_INSTRUCTIONS[self.task_kind]
         roles = tuple(Role("agent", generic, r.sees_problem) for r in self.roles)
         return replace(self, name=f"{self.name}-noroles", roles=roles)
+
+    def reordered(self, order: str | Sequence[int]) -> Workflow:
+        """The order ablation: the roles act in ``order`` (``"reversed"``, or a permutation where
+        ``order[k]`` is the current position of the role that acts k-th).
+
+        Who sees whom and who is graded stay attached to acting *positions*: the dependency
+        matrix and the answering position are unchanged, so reversing MARFT's chain still gives a
+        chain (the former last role acts first and sees nobody; the former first role acts last,
+        sees everyone and is graded).
+        """
+        n = self.n_agents
+        if isinstance(order, str):
+            if order != "reversed":
+                raise ValueError(
+                    f"Workflow {self.name!r}: order must be 'reversed' or a permutation of "
+                    f"{list(range(n))}, got {order!r}"
+                )
+            perm = tuple(range(n - 1, -1, -1))
+        else:
+            perm = tuple(int(k) for k in order)
+            if sorted(perm) != list(range(n)):
+                raise ValueError(
+                    f"Workflow {self.name!r}: order must be a permutation of {list(range(n))} "
+                    f"(each position once), got {list(order)!r}"
+                )
+        tag = "reversed" if isinstance(order, str) else "order" + ".".join(map(str, perm))
+        roles = tuple(self.roles[k] for k in perm)
+        return replace(self, name=f"{self.name}-{tag}", roles=roles, dependency=self.matrix)
+
+    def with_dependency(self, dependency: str | Sequence[Sequence[int]]) -> Workflow:
+        """The dependency ablation: ``"chain"`` (every predecessor, MARFT's default),
+        ``"parallel"`` (nobody: independent agents) or an n x n strictly lower-triangular 0/1
+        matrix."""
+        n = self.n_agents
+        if isinstance(dependency, str):
+            if dependency not in DEPENDENCIES:
+                raise ValueError(
+                    f"Workflow {self.name!r}: dependency must be one of {DEPENDENCIES} or an "
+                    f"{n}x{n} 0/1 matrix, got {dependency!r}"
+                )
+            matrix = chain_matrix(n) if dependency == "chain" else independent_matrix(n)
+            tag = dependency
+        else:
+            matrix = tuple(tuple(int(v) for v in row) for row in dependency)
+            tag = "dep" + "".join("".join(map(str, row)) for row in matrix)
+        return replace(self, name=f"{self.name}-{tag}", dependency=matrix)
+
+    def anonymised(self) -> Workflow:
+        """The anonymous-roles ablation: every role is named ``agent`` (agent ids ``agent_0``,
+        ``agent_1``, ..., and teammates' messages are labelled so), each keeping its own
+        instructions and problem visibility. ``without_roles`` also replaces the instructions."""
+        roles = tuple(Role("agent", r.instructions, r.sees_problem) for r in self.roles)
+        return replace(self, name=f"{self.name}-anon", roles=roles)
+
+    def ablated(
+        self,
+        *,
+        order: str | Sequence[int] | None = None,
+        dependency: str | Sequence[Sequence[int]] | None = None,
+        anonymous_roles: bool = False,
+    ) -> Workflow:
+        """Apply the ablations ``make(id, order=..., dependency=..., anonymous_roles=...)``
+        offers, in that order; all defaults give this workflow back unchanged."""
+        wf = self
+        if order is not None:
+            wf = wf.reordered(order)
+        if dependency is not None:
+            wf = wf.with_dependency(dependency)
+        if anonymous_roles:
+            wf = wf.anonymised()
+        return wf
+
+
+#: The named dependency matrices of :meth:`Workflow.with_dependency`.
+DEPENDENCIES = ("chain", "parallel")
 
 
 def chain_matrix(n: int) -> tuple[tuple[int, ...], ...]:
