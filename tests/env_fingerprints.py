@@ -99,7 +99,7 @@ def bump_message(env_id: str, parts: list[str]) -> str:
         f"{env_id}: its fingerprint changed (parts: {', '.join(parts)}) but its version did "
         f"not: bump the version. Register the changed environment as {nxt} and keep {env_id} "
         "registered exactly as it was (docs/environments.md, 'Versions and fingerprints'); then "
-        "id with `.venv/bin/python -m tests.env_fingerprints --write`"
+        "record the new id with `.venv/bin/python -m tests.env_fingerprints --write`"
     )
 
 
