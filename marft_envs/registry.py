@@ -328,7 +328,8 @@ def pprint_registry(*, print_output: bool = True, console: Console | None = None
     Every version is listed; ``newest`` marks the one ``make(name)`` builds."""
     table = Table(title="marft-envs registry")
     for col in ("id", "version", "dataset", "workflow", "agents", "description"):
-        table.add_column(col)
+        # the id and its version are what a reader copies: never folded (the others wrap)
+        table.add_column(col, no_wrap=col in ("id", "version"))
 
     def order(env_id: str) -> tuple[str, int]:
         name, version = parse_env_id(env_id)
