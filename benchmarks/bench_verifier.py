@@ -115,6 +115,13 @@ def ours(pred: str, gold: str, timeout: float) -> bool:
     return v.correct
 
 
+def ours_complex_domain(pred: str, gold: str, timeout: float) -> bool:
+    """Ours with ``ExtractionConfig(real_domain=False)`` (the option's other setting)."""
+    from marft_envs.math import ExtractionConfig, verify
+
+    return verify(pred, gold, timeout=timeout, config=ExtractionConfig(real_domain=False)).correct
+
+
 def math_verify(pred: str, gold: str, timeout: float) -> bool:
     from math_verify import parse, verify
 
@@ -298,6 +305,56 @@ def report_groups(rows: list[Row], results: dict[str, list[bool]], show: bool) -
     return best
 
 
+HARD = "hard-families"
+
+
+def family_report(
+    rows: list[Row], results: dict[str, list[bool]], misses: bool = True
+) -> dict[str, tuple]:
+    """Per answer family of the ``hard-families`` rows (unambiguous ones): equivalents accepted
+    and non-equivalents rejected, each grader side by side. Returns the totals per grader as
+    (accepted, equivalents, rejected, non-equivalents)."""
+    idx = [i for i, r in enumerate(rows) if r.group == HARD and r.unambiguous]
+    if not idx:
+        return {}
+    names = list(results)
+    print(
+        f"\n== {HARD}: per family (unambiguous rows; accepted = equivalents graded equal, "
+        "rejected = non-equivalents graded different)"
+    )
+    head = "".join(f"{n + ' acc':>26}{n + ' rej':>26}" for n in names)
+    print(f"{'family':<20}{'eq':>4}{'ne':>4}{head}")
+    families = sorted({rows[i].cls for i in idx})
+    totals = {n: [0, 0, 0, 0] for n in names}
+    for fam in [*families, "ALL"]:
+        ii = [i for i in idx if fam == "ALL" or rows[i].cls == fam]
+        pos = [i for i in ii if rows[i].equal]
+        neg = [i for i in ii if not rows[i].equal]
+        line = f"{fam:<20}{len(pos):>4}{len(neg):>4}"
+        for n in names:
+            acc = sum(results[n][i] for i in pos)
+            rej = sum(not results[n][i] for i in neg)
+            line += f"{f'{acc}/{len(pos)}':>26}{f'{rej}/{len(neg)}':>26}"
+            if fam == "ALL":
+                totals[n] = [acc, len(pos), rej, len(neg)]
+        print(line)
+    for n in names:
+        a, p_, r_, q = totals[n]
+        print(
+            f"  {n:<14} accepts {a}/{p_} = {a / max(1, p_):.1%} of equivalents, rejects "
+            f"{r_}/{q} = {r_ / max(1, q):.1%} of non-equivalents"
+        )
+    wrong = [i for i in idx if misses and results[OURS][i] != rows[i].equal]
+    for i in wrong:
+        r = rows[i]
+        print(
+            f"   ours {'misses' if r.equal else 'FALSE EQUAL'} [{r.cls}] {r.rid} "
+            f"gold={r.gold!r} pred={r.pred!r} "
+            f"(math-verify {'equal' if results[MV][i] else 'different'})"
+        )
+    return {n: tuple(t) for n, t in totals.items()}
+
+
 def extraction_report(completions: list[dict], qwen) -> float:
     from marft_envs.math import extract, normalize, verify
 
@@ -371,6 +428,19 @@ def main() -> None:
             f"   false equal: {fe_all} of {len(negatives)} negatives "
             f"({fe_u} of {sum(rows[i].unambiguous for i in negatives)} unambiguous)"
         )
+    hard = family_report(rows, results)
+    # The option's other setting, on the same rows (not part of the bars).
+    variant = "ours real_domain=False"
+    alt, _ = run(ours_complex_domain, rows, args.timeout)
+    print("\n== option ExtractionConfig.real_domain: default True vs False, same rows")
+    family_report(rows, {OURS: results[OURS], variant: alt, MV: results[MV]}, misses=False)
+    for name, got in ((OURS, results[OURS]), (variant, alt)):
+        fe = sum(got[i] for i in negatives if rows[i].unambiguous)
+        u = counts([rows[i] for i in unamb], [got[i] for i in unamb])
+        print(
+            f"  {name:<24} unambiguous external rows right {u[0]}/{u[3]}, false equal on "
+            f"unambiguous negatives {fe}"
+        )
     ours_extraction = extraction_report(completions, qwen) if completions else 0.0
 
     print(f"\n== throughput over the whole set ({len(rows)} pairs, one at a time)")
@@ -421,7 +491,7 @@ def main() -> None:
         )
     )
 
-    print("\n== quality bars (issue 10)")
+    print("\n== quality bars (issues 10 and 28)")
 
     def bar(ok: bool, text: str) -> None:
         print(f"  [{'ok' if ok else 'MISSED'}] {text}")
@@ -438,6 +508,26 @@ def main() -> None:
     )
     fe_all = sum(results[OURS][i] for i in negatives)
     bar(fe_all == 0, f"zero false equal over all {len(negatives)} external negatives: {fe_all}")
+    fe_u = [i for i in negatives if rows[i].unambiguous and results[OURS][i]]
+    bar(
+        not fe_u,
+        f"zero false equal over the {sum(rows[i].unambiguous for i in negatives)} unambiguous "
+        f"external negatives (old and new rows): {len(fe_u)}"
+        + (f" ({', '.join(rows[i].rid for i in fe_u)})" if fe_u else ""),
+    )
+    if hard:
+        acc, n_eq, rej, n_ne = hard[OURS]
+        mv_acc, _, mv_rej, _ = hard[MV]
+        bar(
+            acc >= 0.8 * n_eq,
+            f"{HARD}: accept >= 80% of equivalents: {acc / max(1, n_eq):.1%} "
+            f"(math-verify {mv_acc / max(1, n_eq):.1%})",
+        )
+        bar(
+            rej >= 0.99 * n_ne,
+            f"{HARD}: reject >= 99% of non-equivalents: {rej / max(1, n_ne):.1%} "
+            f"(math-verify {mv_rej / max(1, n_ne):.1%})",
+        )
     bar(ours_extraction >= 0.95, f"extraction from real completions >= 95%: {ours_extraction:.1%}")
     ratio = pps(times[OURS]) / pps(times[MV])
     bar(ratio >= 10, f"throughput >= 10x math-verify over the whole set: {ratio:.1f}x")

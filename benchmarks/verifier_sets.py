@@ -24,7 +24,7 @@ SET_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "verifier_ext
 PAIRS_PATH = SET_DIR / "pairs.jsonl"
 COMPLETIONS_PATH = SET_DIR / "completions.jsonl"
 
-GROUPS = ("math-verify-suite", "other-suites", "conventions")
+GROUPS = ("math-verify-suite", "other-suites", "conventions", "hard-families")
 DATASETS = ("math500", "gsm8k")
 FORMATS = ("chat-boxed", "minerva")
 

@@ -21,7 +21,7 @@ from fractions import Fraction
 from . import structure as st
 from .evaluate import TooHard, Undefined, divide, evaluate, sample_point, values_equal
 from .intervals import as_set, same_set
-from .latex import LatexError, Tree, free_symbols, has_decimal, parse_latex
+from .latex import LatexError, Tree, free_symbols, has_decimal, parse_latex, rename
 from .magnitude import clearly_different
 
 EXACT, NUMERIC, SYMBOLIC = "exact", "numeric", "symbolic"
@@ -38,7 +38,7 @@ _UNDECIDED = (TooHard, Undefined, ArithmeticError, TypeError, ValueError, Overfl
 Outcome = tuple  # (bool | None, str)
 
 _CHOICE_REF = re.compile(r"^[A-E]$")
-_LITERAL = re.compile(r"^(?:\d+_\{?\d+\}?|\d+(?::\d+)+)$")
+_LITERAL = re.compile(r"^(?:\d+_\{?\d+\}?|\d+(?::\d+)+(?::\\[lc]?dots)?)$")
 _CHOICE_PRED = re.compile(r"^\(?([A-E])(?:\)|\.|:|$)")
 
 
@@ -60,7 +60,35 @@ def _value(tree: Tree, env):
         return None
 
 
-def _point_equal(ta: Tree, tb: Tree, env, approximate: bool) -> bool | None:
+OUTSIDE = "outside"  # a sample point outside the real domain of a side (see _point_equal)
+
+
+def _non_real(v) -> bool:
+    return not isinstance(v, Fraction) and bool(getattr(v, "imag", 0))
+
+
+def _has_i(tree: Tree) -> bool:
+    if tree[0] == "c":
+        return tree[1] == "I"
+    if tree[0] in ("+", "*"):
+        return any(_has_i(t) for t in tree[1])
+    if tree[0] in ("/", "^"):
+        return _has_i(tree[1]) or _has_i(tree[2])
+    if tree[0] == "neg":
+        return _has_i(tree[1])
+    if tree[0] == "f":
+        return any(_has_i(t) for t in tree[2])
+    return False
+
+
+def _point_equal(ta: Tree, tb: Tree, env, approximate: bool, real: bool = False):
+    """True/False/None at one point; ``OUTSIDE`` where ``real`` and a side is not real there.
+
+    With variables and no ``i`` in either answer, both are real functions: a point where one
+    is not real (``\\sqrt{x}``, ``\\log x`` at negative x) is outside its domain and decides
+    nothing, so ``\\log(a^2 b)`` equals ``2\\log a + \\log b`` and ``\\frac{1}{\\sqrt x}``
+    equals ``\\sqrt{1/x}`` (where they are defined), while ``\\sqrt{x^2}`` (real everywhere) is
+    not ``x``. A real point where both sides differ still decides (``_real_counterexample``)."""
     a, b = _value(ta, env), _value(tb, env)
     if a is None or b is None:
         return None
@@ -68,6 +96,8 @@ def _point_equal(ta: Tree, tb: Tree, env, approximate: bool) -> bool | None:
     if any(undefined):
         # 1/0 is never equal to a number; two undefined values are sympy's business
         return None if all(undefined) or env else False
+    if real and (_non_real(a) or _non_real(b)):
+        return OUTSIDE
     try:
         return values_equal(a, b, approximate)
     except _UNDECIDED:
@@ -123,8 +153,43 @@ def _with_opaque_parts(ta: Tree, tb: Tree, names, approximate: bool) -> bool | N
         return None
 
 
+# Where a side is not real at the negative sample point, the real domain is probed further:
+# small exact values, negative and fractional, at which both sides may still be real.
+_PROBE_VALUES = tuple(
+    Fraction(v) for v in ("-3/2", "-2", "-1/2", "2", "1/2", "-3", "3/2", "3", "-5/2", "5/2")
+)
+PROBE_POINTS = 12
+
+
+def _real_counterexample(ta: Tree, tb: Tree, names, approximate: bool) -> bool:
+    """Whether some probe point has both sides real, defined and apart."""
+    ordered = sorted(names)
+    for k in range(PROBE_POINTS):
+        env = {
+            n: _PROBE_VALUES[(7 * k + 3 * i + k * i) % len(_PROBE_VALUES)]
+            for i, n in enumerate(ordered)
+        }
+        a, b = _value(ta, env), _value(tb, env)
+        if a is None or b is None or isinstance(a, Undefined) or isinstance(b, Undefined):
+            continue
+        if _non_real(a) or _non_real(b):
+            continue
+        try:
+            if values_equal(a, b, approximate) is False:
+                return True
+        except _UNDECIDED:
+            continue
+    return False
+
+
 class NumericJudge:
-    """Leaf comparisons without sympy: bounded, in-process, never hangs."""
+    """Leaf comparisons without sympy: bounded, in-process, never hangs.
+
+    ``real_domain`` (default True, ``ExtractionConfig.real_domain``): answers without ``i``
+    are real functions, compared where both are real (see ``_point_equal``)."""
+
+    def __init__(self, real_domain: bool = True) -> None:
+        self.real_domain = real_domain
 
     def expr(self, a: str, b: str) -> Outcome:
         if a == b:
@@ -139,13 +204,17 @@ class NumericJudge:
         approximate = has_decimal(ta) or has_decimal(tb)
         names = free_symbols(ta) | free_symbols(tb)
         method = SYMBOLIC if names else NUMERIC
+        real = self.real_domain and bool(names) and not (_has_i(ta) or _has_i(tb))
         results = []
         for k in range(SAMPLE_POINTS if names else 1):
             env = sample_point(names, k) if names else None
-            results.append(_point_equal(ta, tb, env, approximate))
+            results.append(_point_equal(ta, tb, env, approximate, real))
             if results[-1] is False:
                 return False, method
-        if all(r is True for r in results):
+        inside = [r for r in results if r is not OUTSIDE]
+        if len(inside) >= min(2, len(results)) and all(r is True for r in inside):
+            if len(inside) < len(results) and _real_counterexample(ta, tb, names, approximate):
+                return False, method  # "(a^b)^c" vs "a^{bc}": apart where both are real
             return True, method
         # Too big to evaluate: settle huge constants by size, or by treating the huge parts
         # as unknowns (sound for "equal" only); the rest goes to sympy.
@@ -182,6 +251,23 @@ class NumericJudge:
             return False, SYMBOLIC
         return (True if all(verdicts) else None), SYMBOLIC
 
+    def real_sets(self, p, r) -> Outcome | None:
+        """One-variable relations, intervals and unions that ``as_set`` cannot solve (sides not
+        linear): undecided here (sympy's), None when they are not such sets."""
+        return (None, SYMBOLIC) if _set_variable(p, r) is not None else None
+
+    def solutions(self, f: Tree, var: str, values: list[Tree]) -> Outcome:
+        """Whether ``values`` are the real solutions of ``f = 0``: False when one is not a
+        solution; otherwise only sympy can tell whether the list is complete."""
+        for v in values:
+            try:
+                fv = evaluate(f, {var: evaluate(v)})
+            except _UNDECIDED:
+                continue
+            if _non_real(fv) or values_equal(fv, _ZERO, False) is False:
+                return False, SYMBOLIC
+        return None, SYMBOLIC
+
 
 class SympyJudge(NumericJudge):
     """The numeric judge, then sympy for what it cannot decide. Worker-only."""
@@ -201,6 +287,25 @@ class SympyJudge(NumericJudge):
         from .symbolic import equations_equal
 
         return equations_equal(f, g), SYMBOLIC
+
+    def real_sets(self, p, r) -> Outcome | None:
+        var = _set_variable(p, r)
+        if var is None:
+            return None
+        from .symbolic import real_set
+
+        a, b = real_set(p, var), real_set(r, var)
+        if a is None or b is None:
+            return False, SHAPE  # not a set sympy solves: math-verify's, as before
+        return a == b, SYMBOLIC
+
+    def solutions(self, f: Tree, var: str, values: list[Tree]) -> Outcome:
+        equal, method = super().solutions(f, var, values)
+        if equal is not None:
+            return equal, method
+        from .symbolic import real_solutions_are
+
+        return real_solutions_are(f, var, values), SYMBOLIC
 
 
 def _all(pairs, judge) -> Outcome:
@@ -291,6 +396,107 @@ def _relations(p: st.Relation, r: st.Relation, judge) -> Outcome:
     return _all(zip(map(st.Leaf, p.parts), map(st.Leaf, r.parts), strict=True), judge)
 
 
+_CALL_VAR = re.compile(r"^([A-Za-z])\(([A-Za-z](?:,[A-Za-z])*)\)$")
+
+
+def _renamed_function(p: st.Assign, r: st.Assign, judge) -> Outcome | None:
+    """``f(t) = t^2`` against ``f(x) = x^2``: the same function, its argument renamed."""
+    mp, mr = _CALL_VAR.match(p.var), _CALL_VAR.match(r.var)
+    if not (mp and mr) or mp.group(1) != mr.group(1):
+        return None
+    old, new = mp.group(2).split(","), mr.group(2).split(",")
+    if len(old) != len(new) or len(set(old)) != len(old) or len(set(new)) != len(new):
+        return None
+    if not (isinstance(p.value, st.Leaf) and isinstance(r.value, st.Leaf)):
+        return None
+    try:
+        tp, tr = parse_latex(p.value.text), parse_latex(r.value.text)
+    except LatexError:
+        return None
+    if (free_symbols(tp) - set(old)) & set(new):
+        return None  # a renamed argument would meet another name of the answer
+    return judge.trees(rename(tp, dict(zip(old, new, strict=True))), tr)
+
+
+def _solution_list(eq: st.Equation, bag: st.Bag, judge) -> Outcome | None:
+    """An equation in one unknown against the list of its solutions (``x = 2, x = -2`` or
+    ``2, -2``): equal when the list is exactly its set of real solutions."""
+    items = bag.items
+    if not items or len(items) > 16:
+        return None
+    names = {i.var for i in items if isinstance(i, st.Assign)}
+    found = [i.value if isinstance(i, st.Assign) else i for i in items]
+    leaves = [x for x in found if isinstance(x, st.Leaf)]
+    if len(names) > 1 or len(leaves) != len(found):
+        return None
+    try:
+        f = _residual(eq.lhs, eq.rhs)
+        values = [parse_latex(x.text) for x in leaves]
+    except LatexError:
+        return None
+    unknowns = free_symbols(f)
+    if len(unknowns) != 1 or (names and names != unknowns):
+        return None
+    if any(free_symbols(v) for v in values):
+        return None
+    return judge.solutions(f, next(iter(unknowns)), values)
+
+
+def _set_variable(p, r) -> str | None:
+    """The one variable of a pair of real sets (a relation, an interval or a union, at least
+    one a relation with a non-linear side), else None."""
+    if not all(isinstance(x, (st.Relation, st.Seq, st.Union)) for x in (p, r)):
+        return None
+    if not any(isinstance(x, st.Relation) for x in (p, r)):
+        return None
+    names: set[str] = set()
+    for x in (p, r):
+        if isinstance(x, st.Relation):
+            if any(op == "!=" for op in x.ops):
+                return None
+            for part in x.parts:
+                try:
+                    names |= free_symbols(parse_latex(part))
+                except LatexError:
+                    return None
+    return next(iter(names)) if len(names) == 1 else None
+
+
+_STRICT = {"<": True, ">": True, "<=": False, ">=": False}
+
+
+def _scaled_relation(p: st.Relation, r: st.Relation) -> bool | None:
+    """Two one-sided relations that are positive multiples of each other (``3x^2 < 9a``,
+    ``x^2 - 3a < 0``): True; None when the sample points do not show a constant ratio."""
+    if len(p.parts) != 2 or len(r.parts) != 2:
+        return None
+    (op_p,), (op_r,) = p.ops, r.ops
+    if op_p not in _STRICT or op_r not in _STRICT or _STRICT[op_p] != _STRICT[op_r]:
+        return None
+    try:
+        # "a < b" and "a > b" as "lhs - rhs" of the same direction (< 0 or <= 0)
+        f = _residual(*p.parts) if op_p[0] == "<" else _residual(p.parts[1], p.parts[0])
+        g = _residual(*r.parts) if op_r[0] == "<" else _residual(r.parts[1], r.parts[0])
+    except LatexError:
+        return None
+    names = free_symbols(f) | free_symbols(g)
+    if not names:
+        return None
+    ratios = []
+    try:
+        for k in range(SAMPLE_POINTS):
+            env = sample_point(names, k)
+            fv, gv = evaluate(f, env), evaluate(g, env)
+            if values_equal(gv, _ZERO, False) is not False or _non_real(fv) or _non_real(gv):
+                return None
+            ratios.append(divide(fv, gv))
+        if not all(values_equal(ratios[0], q, False) is True for q in ratios[1:]):
+            return None
+        return bool(ratios[0] > 0)
+    except _UNDECIDED:
+        return None
+
+
 def compare(p, r, judge) -> Outcome:
     """Compare a predicted shape with a reference shape, leaf pairs going to ``judge``."""
     tp, tr = type(p), type(r)
@@ -300,8 +506,14 @@ def compare(p, r, judge) -> Outcome:
         return (tp is tr and _text_key(p.text) == _text_key(r.text)), EXACT
     if tp is st.Assign and tr is st.Assign:
         if p.var != r.var:
-            return False, EXACT
+            renamed = _renamed_function(p, r, judge)
+            return renamed if renamed is not None else (False, EXACT)
         return compare(p.value, r.value, judge)
+    if {tp, tr} == {st.Equation, st.Bag}:
+        eq, bag = (p, r) if tp is st.Equation else (r, p)
+        solved = _solution_list(eq, bag, judge)  # "x^2 = 4" vs "x = 2 or x = -2"
+        if solved is not None:
+            return solved
     if st.Equation in (tp, tr):
         e, f = _as_equation(p), _as_equation(r)
         if e is None or f is None:
@@ -309,6 +521,13 @@ def compare(p, r, judge) -> Outcome:
         return judge.equation(e, f)
     if tp is st.Assign or tr is st.Assign:
         return compare(p.value if tp is st.Assign else p, r.value if tr is st.Assign else r, judge)
+    if {tp, tr} == {st.Bag, st.Relation}:
+        # "x \\ge 1 or 1 \\le x": the same relation twice is that relation.
+        bag, rel = (p, r) if tp is st.Bag else (r, p)
+        if all(isinstance(i, st.Relation) for i in bag.items):
+            outcome = _all(((item, rel) for item in bag.items), judge)
+            if outcome[0] is not False:
+                return outcome
     if tp is st.Relation and tr is st.Relation:
         outcome = _relations(p, r, judge)
         if outcome[0] is False:
@@ -320,6 +539,13 @@ def compare(p, r, judge) -> Outcome:
         a, b = as_set(p), as_set(r)
         if a is not None and b is not None:
             return same_set(a, b), NUMERIC
+        solved = judge.real_sets(p, r)  # "x^2 > 4" vs "(-\\infty,-2) \\cup (2,\\infty)": sympy's
+        if solved is not None:
+            return solved
+        if tp is st.Relation and tr is st.Relation:
+            scaled = _scaled_relation(p, r)  # "3x^2 < 9a" is "x^2 - 3a < 0"
+            if scaled is not None:
+                return scaled, SYMBOLIC
         # Both relations: compared above. A relation we cannot solve ("1 \\le |z| \\le 2")
         # against an interval or union: math-verify's.
         settable = (st.Seq, st.Union)
@@ -405,12 +631,12 @@ def equivalent(pred: str, ref: str, judge) -> Outcome:
         return False, UNPARSED
 
 
-NUMERIC_JUDGE = NumericJudge()
+NUMERIC_JUDGES = {True: NumericJudge(True), False: NumericJudge(False)}
 
 
-def fast_compare(pred: str, ref: str) -> Outcome:
+def fast_compare(pred: str, ref: str, real_domain: bool = True) -> Outcome:
     """The in-process cascade (exact, numeric); ``None`` means "needs sympy"."""
-    return equivalent(pred, ref, NUMERIC_JUDGE)
+    return equivalent(pred, ref, NUMERIC_JUDGES[bool(real_domain)])
 
 
 MATH_VERIFY = "math-verify"
@@ -423,6 +649,7 @@ def full_compare(
     answer: str | None = None,
     reference: str | None = None,
     mv_seconds: int | None = None,
+    real_domain: bool = True,
 ) -> Outcome:
     """The whole cascade: our rules with sympy, then math-verify. Runs in the worker process.
 
@@ -431,7 +658,7 @@ def full_compare(
     from our rules is final (math-verify's false "equal"s are on pairs we decide). It gets
     ``mv_seconds`` (its own limits); running out of them is the outcome ``(False, "timeout")``.
     """
-    equal, method = equivalent(pred, ref, SympyJudge())
+    equal, method = equivalent(pred, ref, SympyJudge(real_domain))
     if equal:
         return True, method
     if (

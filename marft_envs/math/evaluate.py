@@ -229,6 +229,9 @@ _FUNCTIONS = {
     "sec": lambda x: 1 / _transcendental("cos")(x),
     "csc": lambda x: 1 / _transcendental("sin")(x),
     "cot": lambda x: 1 / _transcendental("tan")(x),
+    "sech": lambda x: 1 / _transcendental("cosh")(x),
+    "csch": lambda x: 1 / _transcendental("sinh")(x),
+    "coth": lambda x: 1 / _transcendental("tanh")(x),
     **{
         n: _transcendental(n)
         for n in ("sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "exp")

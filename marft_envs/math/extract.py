@@ -93,6 +93,11 @@ class ExtractionConfig:
     choices: tuple[str, ...] = ("A", "B", "C", "D", "E")
     unfinished_fallback: bool = False
     chat_markers: tuple[str, ...] = field(default=_CHAT_MARKERS)
+    # A comparison option carried here so one config reaches every step: expressions without
+    # ``i`` are real functions, and a sample point where a side is not real (``\\sqrt{x}``,
+    # ``\\log x`` at negative x) is outside their domain (``\\log(a^2 b) = 2\\log a + \\log b``).
+    # False compares complex values there too (both sides must agree for negative x).
+    real_domain: bool = True
 
     def __post_init__(self) -> None:
         unknown = set(self.languages) - set(_ANSWER_WORDS)
@@ -346,7 +351,15 @@ def is_bare_answer(text: str) -> bool:
         return False
     if _LABEL.match(s):  # "Soucis : 2,74 $": a label, then the answer
         return False
-    return len(_WORD.findall(_TEXT_GROUP.sub(" ", s))) < 2
+    return len(_WORD.findall(_CALL.sub(" ", _TEXT_GROUP.sub(" ", s)))) < 2
+
+
+# "sqrt(2)", "cos(x)^2", "log(y, 2)": a function called in programming syntax is maths, not a word.
+_CALL = re.compile(
+    r"(?<![\\A-Za-z])(?:sqrt|abs|exp|log|ln|a?sin|a?cos|a?tan|arc(?:sin|cos|tan)|sec|csc|cosec|"
+    r"cot|sinh|cosh|tanh|sech|csch|cosech|coth|factorial|binomial|floor|ceil|ceiling)\s*(?=\()"
+    r"|(?<![\\A-Za-z])%?pi(?![A-Za-z])"
+)
 
 
 def _last_span_or_number(text: str, config: ExtractionConfig) -> Extraction:
@@ -410,6 +423,9 @@ def _letter_in(answer: str, choices: tuple[str, ...]) -> str | None:
     return None
 
 
+_UPRIGHT = re.compile(r"\\(?:mathrm|mathbf|textrm|text|textbf)\s*\{\s*([A-Za-z])\s*\}")
+
+
 def _mcq_in_prose(text: str, choices: tuple[str, ...]) -> str | None:
     """A letter opening the response or a line, else the last letter that is not negated."""
     keys = "".join(re.escape(c) for c in choices)
@@ -420,7 +436,13 @@ def _mcq_in_prose(text: str, choices: tuple[str, ...]) -> str | None:
         break  # only the very first line start counts as "the response opens with"
     unnegated = _NEGATION.sub(lambda m: " " * (m.end() - m.start()), text)
     unnegated = _ARTICLE.sub(" ", unnegated)
-    standalone = re.compile(rf"(?<![A-Za-z0-9\\])\(?([{keys}])\)?(?![A-Za-z0-9'])")
+    # A letter in a formula ("\\mathrm{E}*2", "2\\mathrm{E}", "E \\cdot 2") is a symbol, not
+    # a choice.
+    unnegated = _UPRIGHT.sub(r"\1", unnegated.replace("**", " "))
+    unnegated = re.sub(r"\\(?:cdot|times)(?![A-Za-z])", "*", unnegated)
+    standalone = re.compile(
+        rf"(?<![A-Za-z0-9\\*^/_])(?<![*^/]\s)\(?([{keys}])\)?(?!\s?[*^/])(?![A-Za-z0-9'_])"
+    )
     last = _last_match(standalone, unnegated)
     return last.group(1) if last else None
 

@@ -35,7 +35,7 @@ _TOKEN = re.compile(
     r"(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)"
     r"|(?P<cmd>\\[A-Za-z]+|\\[{}|])"
     r"|(?P<letter>[A-Za-z])"
-    r"|(?P<op>[-+*/^_()\[\]{}!|])"
+    r"|(?P<op>[-+*/^_()\[\]{}!|,])"
     r"|(?P<space>\s+)"
 )
 
@@ -91,6 +91,25 @@ _FUNCTIONS = {
     "ln": "log",
     "log": "log",
     "exp": "exp",
+    # programming-syntax names (normalize turns "cosec(x)" into "\\cosec(x)")
+    "asin": "asin",
+    "acos": "acos",
+    "atan": "atan",
+    "cosec": "csc",
+    "sech": "sech",
+    "csch": "csch",
+    "cosech": "csch",
+    "coth": "coth",
+}
+# Functions written as calls with parenthesised, comma-separated arguments ("\\abs(x)",
+# "\\binomial(n,k)", "\\log(y,2)": sympy's order, the base second).
+_CALLS = {
+    "abs": ("Abs", 1),
+    "factorial": ("factorial", 1),
+    "binomial": ("binomial", 2),
+    "floor": ("floor", 1),
+    "ceil": ("ceiling", 1),
+    "ceiling": ("ceiling", 1),
 }
 _TWO_ARGS = {
     "frac": "/",
@@ -104,7 +123,7 @@ _MUL_CMDS = {"\\cdot", "\\times", "\\ast"}
 _ATOM_CMDS = (
     {"\\pi", "\\infty", "\\sqrt", "\\lfloor", "\\lceil"}
     | {f"\\{g}" for g in _GREEK}
-    | {f"\\{f}" for f in list(_FUNCTIONS) + list(_TWO_ARGS)}
+    | {f"\\{f}" for f in list(_FUNCTIONS) + list(_TWO_ARGS) + list(_CALLS)}
 )
 _CONSTS = {"\\pi": ("c", "pi"), "\\infty": ("c", "oo")}
 
@@ -294,7 +313,23 @@ class _Parser:
             return ("f", "floor" if name == "lfloor" else "ceiling", (inner,))
         if name in _FUNCTIONS:
             return self.function(_FUNCTIONS[name])
+        if name in _CALLS and self.at("("):
+            fname, arity = _CALLS[name]
+            self.take()
+            args = self.call_arguments()
+            if len(args) != arity:
+                raise LatexError(f"{name} takes {arity} argument(s)")
+            return ("f", fname, tuple(args))
         raise LatexError(f"unsupported command {cmd}")
+
+    def call_arguments(self) -> list[Tree]:
+        """``a, b, ...)`` after an opening parenthesis."""
+        args = [self.expr()]
+        while self.at(","):
+            self.take()
+            args.append(self.expr())
+        self.expect(")")
+        return args
 
     def function(self, fname: str) -> Tree:
         base = power = None
@@ -306,7 +341,12 @@ class _Parser:
             power = self.exponent()
         if self.at("("):
             self.take()
-            arg = self.group(")")
+            args = self.call_arguments()
+            if len(args) == 2 and fname == "log" and base is None:
+                return self._raised(("f", "log", (args[0], args[1])), power)  # log(y, 2)
+            if len(args) != 1:
+                raise LatexError(f"{fname} takes one argument")
+            arg = args[0]
         elif self.at("{"):
             arg = self.argument()
         else:  # "\sin 2x": a product of atoms, no + or -
@@ -314,7 +354,10 @@ class _Parser:
             while self.starts_atom() and self.tokens[self.i][1][1:] not in _FUNCTIONS:
                 factors.append(self.power())
             arg = _product(factors)
-        tree = ("f", fname, (arg,) if base is None else (arg, base))
+        return self._raised(("f", fname, (arg,) if base is None else (arg, base)), power)
+
+    @staticmethod
+    def _raised(tree: Tree, power: Tree | None) -> Tree:
         return tree if power is None else ("^", tree, power)
 
 
@@ -361,3 +404,19 @@ def free_symbols(tree: Tree) -> frozenset[str]:
     if kind == "f":
         return frozenset().union(*(free_symbols(t) for t in tree[2]))
     return frozenset()
+
+
+def rename(tree: Tree, names: dict[str, str]) -> Tree:
+    """The tree with variables renamed (``f(t) = t^2`` read as ``f(x) = x^2``)."""
+    kind = tree[0]
+    if kind == "v":
+        return ("v", names.get(tree[1], tree[1]))
+    if kind in ("+", "*"):
+        return (kind, tuple(rename(t, names) for t in tree[1]))
+    if kind in ("/", "^"):
+        return (kind, rename(tree[1], names), rename(tree[2], names))
+    if kind == "neg":
+        return ("neg", rename(tree[1], names))
+    if kind == "f":
+        return ("f", tree[1], tuple(rename(t, names) for t in tree[2]))
+    return tree

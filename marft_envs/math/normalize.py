@@ -140,6 +140,32 @@ _USELESS_SPACE = re.compile(r"(?<![A-Za-z0-9]) | (?![A-Za-z0-9])")
 _SINGLE_TOKEN_PARENS = re.compile(r"^\((-?[A-Za-z0-9.]+)\)$")
 
 
+# Programming syntax (Python, sympy, Maxima, as models write answers in code): "y**3",
+# "sqrt(2)", "log(y, 2)", "factorial(k)", "arccos(y)", "%pi". A known function name directly
+# before "(" becomes its LaTeX command; "pi" standing alone is the constant.
+_CALL_NAMES = (
+    "sqrt|abs|exp|log|ln|sin|cos|tan|sec|csc|cosec|cot|arcsin|arccos|arctan|asin|acos|atan|"
+    "sinh|cosh|tanh|sech|csch|cosech|coth|factorial|binomial|floor|ceil|ceiling"
+)
+_CALL = re.compile(rf"(?<![\\A-Za-z])({_CALL_NAMES})\s*(?=\()")
+_ASCII_PI = re.compile(r"%pi(?![A-Za-z])|(?<![\\A-Za-z])pi(?![A-Za-z])")
+_MAXIMA_E = re.compile(r"%e(?![A-Za-z])")
+
+
+def _programming_syntax(s: str) -> str:
+    if "**" in s:
+        s = s.replace("**", "^")
+    if ":=" in s:
+        s = s.replace(":=", "=")  # Maxima's function definition "f(x):=x^2"
+    if "%" in s:
+        s = _MAXIMA_E.sub("e", s)
+    if "pi" in s:
+        s = _ASCII_PI.sub(r"\\pi ", s)
+    if "(" in s:
+        s = _CALL.sub(r"\\\1", s)
+    return s
+
+
 def _unwrap_text(s: str) -> str:
     """Replace ``\\text{...}``-like groups by their content; drop word-only units."""
     out = []
@@ -215,6 +241,7 @@ def normalize(answer: str) -> str:
     s = unicodedata.normalize("NFKC", s)
     if "\\\\" in s:
         s = _DOUBLED_BACKSLASH.sub(r"\\", s)
+    s = _programming_syntax(s)
     m = _DECIMAL_COMMA.match(s.strip().strip("$").strip())
     if m:
         s = m.group(1).replace(",", ".")

@@ -88,7 +88,7 @@ _CLOSE = ")]}"
 _REL_OPS = {"<": "<", ">": ">", "\\le": "<=", "\\ge": ">=", "\\ne": "!="}
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "!=": "!="}
 _VAR = re.compile(
-    r"^(?:[A-Za-z](?:_\{?\w+\}?)?|\\[A-Za-z]+|[A-Za-z]\([^()]*\)|\([A-Za-z](?:,[A-Za-z])+\))$"
+    r"^(?:[A-Za-z](?:_\{?\\?\w+\}?)?|\\[A-Za-z]+|[A-Za-z]\([^()]*\)|\([A-Za-z](?:,[A-Za-z])+\))$"
 )
 _MATRIX = re.compile(
     r"^\\begin\{(pmatrix|bmatrix|Bmatrix|matrix|array)\}(?:\{[lcr|]*\})?((?:(?!\\begin|\\end).)*)"
@@ -211,7 +211,7 @@ def parse_answer(s: str) -> object:
         lhs, rhs = parts[0].strip(), parts[-1].strip()
         if _is_calculation(lhs):
             return parse_answer(rhs)  # "3 + 4 = 7" states the value 7, as a worked answer does
-        if len(parts) == 2 and _PLAIN_NUMBER.match(lhs):
+        if len(parts) == 2 and _PLAIN_NUMBER.match(lhs) and not _PLAIN_NUMBER.match(rhs):
             return Leaf(lhs)  # "200 = 7 * 700": the number it opens with is the claim
         if _VAR.match(lhs) or (len(parts) == 2 and _names_quantity(lhs)):
             return Assign(lhs, parse_answer(rhs))

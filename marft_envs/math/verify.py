@@ -72,10 +72,18 @@ class _Pending:
     """A pair the fast path could not decide (or read): it needs the worker."""
 
     def __init__(
-        self, start: float, answer: str, source: str, pred: str, ref: str, reference: str
+        self,
+        start: float,
+        answer: str,
+        source: str,
+        pred: str,
+        ref: str,
+        reference: str,
+        real_domain: bool = True,
     ) -> None:
         self.start, self.answer, self.source = start, answer, source
         self.pred, self.ref, self.reference = pred, ref, reference
+        self.real_domain = real_domain
 
 
 def reference_answer(reference: str, config: ExtractionConfig = DEFAULT_CONFIG) -> str:
@@ -134,9 +142,9 @@ def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict 
             pred = strip_units(pred)  # "5cm" for 5; "3s" could be 3*s against a letter answer
         if not pred:
             return _verdict(start, False, answer, "no_answer", source, normalized=pred)
-        equal, method = fast_compare(pred, ref)
+        equal, method = fast_compare(pred, ref, config.real_domain)
         if equal is None or (equal is False and method in UNDECIDED_METHODS):
-            return _Pending(start, answer, source, pred, ref, ref_text)
+            return _Pending(start, answer, source, pred, ref, ref_text, config.real_domain)
         return _verdict(
             start,
             equal,
@@ -158,7 +166,14 @@ def _slow(p: _Pending, timeout: float) -> Verdict:
     try:
         mv_seconds = max(1, int(MATH_VERIFY_SHARE * timeout))
         equal, method = get_pool().run(
-            full_compare, p.pred, p.ref, p.answer, p.reference, mv_seconds, timeout=timeout
+            full_compare,
+            p.pred,
+            p.ref,
+            p.answer,
+            p.reference,
+            mv_seconds,
+            p.real_domain,
+            timeout=timeout,
         )
     except WorkerTimeout:
         return _verdict(p.start, False, p.answer, "timeout", p.source, timeout=timeout, **info)
