@@ -14,7 +14,7 @@ import math
 import pytest
 import torch
 
-import baselines.trainer as trainer_module
+import baselines.core.estimators as estimators_module
 from baselines.core import algos
 from baselines.core.advantages import normalize
 from baselines.core.algos import (
@@ -234,13 +234,13 @@ def test_keyed_normalize_groups_by_agent():
 
 def test_trainer_normalises_as_configured(relay, tmp_path, monkeypatch):
     calls = []
-    real = trainer_module.normalize
+    real = estimators_module.normalize
 
     def spy(adv, keys, mode="batch", group_of=None, std_floor=0.0):
         calls.append((mode, std_floor, {group_of[k] for k in keys} if group_of else None))
         return real(adv, keys, mode, group_of, std_floor)
 
-    monkeypatch.setattr(trainer_module, "normalize", spy)
+    monkeypatch.setattr(estimators_module, "normalize", spy)
     tr = make(relay, tmp_path, ["algo.adv_norm=agent", "algo.adv_std_floor=0.05"])
     tr.step()
     assert calls == [("agent", 0.05, set(tr.agents))]
@@ -330,3 +330,19 @@ def test_trainer_generator_stops_on_model_stop(relay, tmp_path):
         assert first is None or first == len(s.action_ids) - 1
     with pytest.raises(ConfigError, match=r"model\.stop"):
         load_config("marft", overrides=['model.stop=[""]'])
+
+
+# ---------------------------------------------------------------- the benchmark's variants
+
+
+def test_bench_credit_variants_carry_their_own_overrides():
+    from benchmarks.bench_credit import parse_method
+
+    assert parse_method("marft") == ("marft", ())
+    assert parse_method("marft+token") == ("marft", ("algo.level=token",))
+    assert parse_method("marft@algo.adv_norm=agent@algo.adv_std_floor=0.05") == (
+        "marft",
+        ("algo.adv_norm=agent", "algo.adv_std_floor=0.05"),
+    )
+    with pytest.raises(ValueError, match="key=value"):
+        parse_method("marft@agent")
