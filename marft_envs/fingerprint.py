@@ -45,8 +45,12 @@ __all__ = [
     "sha256_json",
 ]
 
-FINGERPRINT_RECIPE = 1
-"""The version of this recipe (which parts, what each holds); part of every digest."""
+FINGERPRINT_RECIPE = 2
+"""The version of this recipe (which parts, what each holds); part of every digest. Bumped when
+the recipe changes, which changes every fingerprint without any environment changing: the
+committed table of fingerprints is then re-recorded as a whole (tests/env_fingerprints.py).
+2: a verifier that declares its settings is identified by its name and settings, not its
+class's module path (moving a class is a refactor, not a behaviour change)."""
 
 PARTS = ("workflow", "prompts", "dataset", "verifier", "grader", "rules")
 """The parts of a fingerprint, in the order messages name them."""
@@ -165,14 +169,16 @@ def _task_choice_probe() -> list[int]:
 
 
 def verifier_settings(verifier: Any) -> dict[str, Any]:
-    """What identifies a verifier's scoring: its name, type, and ``fingerprint_settings()``
-    (the settings that change verdicts, e.g. the code reward mode); a verifier without that
-    method is identified by its type alone."""
+    """What identifies a verifier's scoring: its name and ``fingerprint_settings()`` (the
+    settings that change verdicts, e.g. the code reward mode); a verifier without that method
+    is identified by its name and its class (module and name) instead."""
     settings = getattr(verifier, "fingerprint_settings", None)
+    if callable(settings):
+        return {"name": getattr(verifier, "name", ""), "settings": _jsonable(settings())}
     return {
         "name": getattr(verifier, "name", ""),
         "type": f"{type(verifier).__module__}.{type(verifier).__qualname__}",
-        "settings": _jsonable(settings()) if callable(settings) else None,
+        "settings": None,
     }
 
 

@@ -8,7 +8,10 @@ new grader version, which is not an environment change: the leaderboard re-grade
 
     .venv/bin/python -m tests.env_fingerprints --write
 
-Recording never changes a recorded part of an existing id (that is what a version bump is for).
+Recording never changes a recorded part of an existing id (that is what a version bump is for),
+except when the fingerprint recipe itself changed (``FINGERPRINT_RECIPE``, recorded per entry):
+then every fingerprint moves without any environment changing, and the entries of the older
+recipe are recorded afresh.
 
 Each entry holds the digest of every part of the fingerprint and the grader version it was taken
 under. An id whose data is not on this machine (``DataNotFoundError``) is fingerprinted on a
@@ -50,7 +53,7 @@ def fingerprint_entry(env_id: str, grader_version: str | None = None) -> dict[st
     (under ``grader_version``, if given); ``digest`` and ``parts["dataset"]`` are None when the
     id's data is missing here."""
     import marft_envs
-    from marft_envs.fingerprint import env_fingerprint
+    from marft_envs.fingerprint import FINGERPRINT_RECIPE, env_fingerprint
     from marft_envs.workflow import get_workflow
     from tasks import DataNotFoundError
 
@@ -73,6 +76,7 @@ def fingerprint_entry(env_id: str, grader_version: str | None = None) -> dict[st
         "digest": fp.digest if complete else None,
         "parts": parts,
         "grader_version": fp.grader_version,
+        "recipe": FINGERPRINT_RECIPE,
     }
 
 
@@ -106,12 +110,18 @@ def bump_message(env_id: str, parts: list[str]) -> str:
 def write_table() -> tuple[list[str], list[str]]:
     """Record new ids, grader versions and missing dataset parts; refuses any change of a
     recorded part. Returns (added ids, updated ids)."""
+    from marft_envs.fingerprint import FINGERPRINT_RECIPE
+
     table = load_table()
     added, updated = [], []
     for env_id in builtin_ids():
         if env_id not in table:
             table[env_id] = fingerprint_entry(env_id)
             added.append(env_id)
+            continue
+        if table[env_id].get("recipe") != FINGERPRINT_RECIPE:  # the recipe moved, not the env
+            table[env_id] = fingerprint_entry(env_id)
+            updated.append(env_id)
             continue
         old = table[env_id]
         same_grader = fingerprint_entry(env_id, grader_version=old["grader_version"])
@@ -130,6 +140,7 @@ def write_table() -> tuple[list[str], list[str]]:
                 "digest": combine_parts(merged) if complete else None,
                 "parts": merged,
                 "grader_version": now["grader_version"],
+                "recipe": FINGERPRINT_RECIPE,
             }
             if table[env_id] != old:
                 updated.append(env_id)

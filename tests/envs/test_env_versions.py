@@ -10,7 +10,7 @@ import pytest
 
 import marft_envs
 from marft_envs import Role, Workflow
-from marft_envs.fingerprint import PARTS, combine_parts, env_fingerprint
+from marft_envs.fingerprint import FINGERPRINT_RECIPE, PARTS, combine_parts, env_fingerprint
 from marft_envs.registry import OutdatedEnvWarning, parse_env_id, versions
 from tests.env_fingerprints import (
     bump_message,
@@ -42,6 +42,13 @@ def test_every_registered_id_keeps_its_recorded_fingerprint() -> None:
             )
             continue
         recorded = table[env_id]
+        if recorded.get("recipe") != FINGERPRINT_RECIPE:
+            problems.append(
+                f"{env_id}: recorded under fingerprint recipe {recorded.get('recipe')} but the "
+                f"recipe is {FINGERPRINT_RECIPE}: re-record with "
+                "`.venv/bin/python -m tests.env_fingerprints --write`"
+            )
+            continue
         now = fingerprint_entry(env_id, grader_version=recorded["grader_version"])
         parts = changed_parts(recorded, now)
         if parts:
@@ -121,6 +128,31 @@ def test_a_custom_workflow_is_fingerprinted_not_the_registered_one() -> None:
     env = marft_envs.make("arith-2agent", workflow=wf)
     assert env.unwrapped.fingerprint.digest != marft_envs.spec("arith-2agent").fingerprint.digest
     assert env.spec.id == "arith-2agent-v1"  # the id it came from; the fingerprint tells it apart
+
+
+def test_a_verifier_is_identified_by_its_name_and_settings_not_its_class() -> None:
+    from marft_envs.verifiers import MathVerifier
+
+    class Moved(MathVerifier):  # the same grader under another class and module (a refactor)
+        pass
+
+    registered = marft_envs.make("arith-2agent").unwrapped.fingerprint
+    assert marft_envs.make("arith-2agent", verifier=Moved()).unwrapped.fingerprint == registered
+    other = marft_envs.make("arith-2agent", verifier=MathVerifier(last_number_fallback=False))
+    assert other.unwrapped.fingerprint.differing_parts(registered) == ["verifier"]
+
+    class Opaque:  # declares no settings: its class identifies it
+        name = "math"
+        version = Moved.version
+
+        def grade(self, response, task):
+            return Moved().grade(response, task)
+
+        def feedback(self, response, task, verdict, mode):
+            return ""
+
+    opaque = marft_envs.make("arith-2agent", verifier=Opaque()).unwrapped.fingerprint
+    assert opaque.differing_parts(registered) == ["verifier"]
 
 
 def test_the_grader_version_is_a_part_of_its_own() -> None:
