@@ -245,6 +245,33 @@ def best_responses(game) -> dict[str, set[str]]:
     return out
 
 
+def initial_policy(env_id: str, seed: int) -> dict[str, float]:
+    """The untrained tiny model's next-token distribution for the first seat of ``env_id``: the
+    probability of each vocabulary letter, and of everything else (special tokens: an empty,
+    invalid reply) under ``"other"``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from baselines.relay import relay_model, vocabulary
+
+    env = marft_envs.make(env_id)
+    env.reset(seed=0)
+    messages = env.messages(env.agent_selection)
+    keys = vocabulary(env_id)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = relay_model(Path(tmp) / "model", keys=keys, seed=seed)
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path)
+        ids = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt")
+        if not isinstance(ids, torch.Tensor):  # newer transformers return a BatchEncoding
+            ids = ids["input_ids"]
+        with torch.no_grad():
+            probs = model(ids).logits[0, -1].softmax(-1)
+    out = {k: float(probs[tok.convert_tokens_to_ids(k)]) for k in keys}
+    out["other"] = 1.0 - sum(out.values())
+    return out
+
+
 def plan_runs(args: argparse.Namespace) -> list[RunSpec]:
     """Every run, seed by seed (a benchmark stopped early still compares methods on its seeds)."""
     variants: list[
@@ -425,8 +452,21 @@ def main() -> None:
         metavar="JSON",
         help="print the table and redraw the curves from a results.json (a stopped run's too)",
     )
+    p.add_argument(
+        "--init-probe",
+        metavar="ENV",
+        help="print the untrained first seat's option probabilities on ENV per --seeds, and stop",
+    )
     p.add_argument("overrides", nargs="*", metavar="key=value")
     args = p.parse_args()
+    if args.init_probe:
+        for seed in args.seeds:
+            probs = initial_policy(args.init_probe, seed)
+            print(
+                f"{args.init_probe} model seed {seed}: "
+                + "  ".join(f"{k} {v:.2f}" for k, v in probs.items())
+            )
+        return
     if args.from_results:
         report(load_results(Path(args.from_results)), Path(args.out))
         return
