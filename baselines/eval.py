@@ -15,38 +15,104 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli import check_envs, describe, require_model
+from .cli import check_envs, describe, require_model, team_agents
 from .core.config import Config, ConfigError, apply_overrides, load_config
 
 if TYPE_CHECKING:
-    from .trainer import EvalSet, Trainer
+    from .core.evaluator import EvalSet, Evaluator
+    from .core.generation import Generator
+    from .trainer import Trainer
 
 
 class EvaluationError(RuntimeError):
     """No evaluation episode could be graded (every verdict was an infrastructure error)."""
 
 
-def load_trainer(
-    cfg: Config, run_dir: Path | None, out: Path | None
-) -> tuple[Trainer, Path | None]:
-    """The evaluated :class:`~baselines.trainer.Trainer` (environments and model resolved,
-    the run's latest checkpoint loaded) and that checkpoint (``None``: an untrained model)."""
-    from .core.checkpoint import latest_checkpoint
-    from .trainer import Trainer
+@dataclass
+class Policy:
+    """What an evaluation needs and nothing more: the config, the team, an
+    :class:`~baselines.core.evaluator.Evaluator` over the policy adapters, and the generator
+    (no critic, no optimiser)."""
 
-    scratch = run_dir if run_dir is not None else Path(out or ".").parent
-    trainer = Trainer(cfg, scratch)
+    cfg: Config
+    agents: list[str]
+    evaluator: Evaluator
+    generator: Generator
+
+    def eval_set(self) -> EvalSet:
+        return self.evaluator.eval_set()
+
+    def play_eval(self, greedy: bool | None = None) -> list:
+        return self.evaluator.play(self.generator, greedy=greedy)
+
+    def close(self) -> None:
+        self.evaluator.close()
+
+
+def load_policy(cfg: Config, run_dir: Path | None, out: Path | None) -> tuple[Policy, Path | None]:
+    """The policy adapters of ``cfg``'s method on its base model, with the run's latest
+    checkpoint's weights (``None``: the untrained adapters, which leave the base unchanged),
+    and that checkpoint."""
+    from .core.checkpoint import latest_checkpoint
+    from .core.checkpointer import read_checkpoint
+    from .core.evaluator import Evaluator
+    from .core.methods import get_method
+    from .core.models import AdapterModel, LoraSpec, load_base
+    from .distributed import make_worker_group
+    from .trainer import (
+        env_overrides,
+        make_generator,
+        resolve_device,
+        resolve_dtype,
+        seed_everything,
+    )
+
+    spec = get_method(cfg.algo.method)
+    device = resolve_device(cfg.train.device)
+    seed_everything(cfg.train.seed)
+    train_id, train_kw = env_overrides(cfg, for_eval=False)
+    agents = team_agents(train_id, train_kw)
+    model, tokenizer = load_base(
+        require_model(cfg), resolve_dtype(cfg.model.dtype, device), device, cfg.train.seed
+    )
+    model.to(device)
+    m = cfg.model
+    lora = LoraSpec(m.lora_r, m.lora_alpha, m.lora_dropout, list(m.target_modules))
+    policy = AdapterModel(model, tokenizer, spec.policy_adapters(agents), lora)
     checkpoint = latest_checkpoint(run_dir) if run_dir is not None else None
     if checkpoint is not None:
-        trainer.load(checkpoint)
-    return trainer, checkpoint
+        state = read_checkpoint(checkpoint, train_id)
+        missing = sorted(set(policy.adapters) - set(state["adapters"]))
+        if missing:
+            raise ValueError(
+                f"checkpoint {state['path']} lacks adapters {missing}: "
+                f"was it written by another method or environment?"
+            )
+        for name in policy.adapters:
+            policy.load_adapter_state(
+                name, {k: v.to(device) for k, v in state["adapters"][name].items()}
+            )
+    t = cfg.train
+
+    def make_envs(env_id: str, seed: int, overrides: dict, num_envs: int):
+        return make_worker_group(
+            t.workers, env_id, num_envs, num_workers=t.env_workers, seed=seed, **overrides
+        )
+
+    scratch = run_dir if run_dir is not None else Path(out or ".").parent
+    evaluator = Evaluator(
+        cfg, policy, spec.policy_adapter, env_overrides(cfg, for_eval=True), make_envs, device
+    )
+    generator = make_generator(cfg, policy, policy.adapters, scratch)
+    return Policy(cfg, agents, evaluator, generator), checkpoint
 
 
-def evaluate_trainer(
-    trainer,
+def evaluate_policy(
+    policy: Policy,
     checkpoint: Path | None,
     run_dir: Path | None,
     out: Path | None,
@@ -55,30 +121,35 @@ def evaluate_trainer(
     """Play the evaluation set and write the bundle. Scores are over the gradable episodes;
     infrastructure errors are counted (``infra_errors``), and with no gradable episode at all
     :class:`EvaluationError` is raised and no bundle is written."""
-    eval_set = trainer.eval_set()
+    eval_set = policy.eval_set()
     try:
-        episodes = trainer.play_eval(greedy=greedy)
+        episodes = policy.play_eval(greedy=greedy)
     finally:
-        trainer.close()
+        policy.close()
     target = out or (run_dir or Path("runs")) / f"eval-{eval_set.env_id}"
-    return write_eval_bundle(trainer, eval_set, episodes, checkpoint, target)
+    return write_eval_bundle(policy, eval_set, episodes, checkpoint, target)
 
 
 def write_eval_bundle(
-    trainer: Trainer, eval_set: EvalSet, episodes: list, checkpoint: Path | None, target: Path
+    run: Policy | Trainer,
+    eval_set: EvalSet,
+    episodes: list,
+    checkpoint: Path | None,
+    target: Path,
 ) -> tuple[dict, Path]:
-    """Score ``episodes`` (the plan of ``eval_set``, as :meth:`Trainer.play_eval` returns them)
+    """Score ``episodes`` of ``run`` (a :class:`Policy` or a trainer: its ``cfg`` and ``agents``;
+    the plan of ``eval_set``, as ``play_eval`` returns them)
     and write their bundle to ``target`` (a .json file or a directory); returns the metrics and
     the bundle's path. Raises :class:`EvaluationError` when no episode could be graded."""
     import marft_envs
     from leaderboard.schema import Bundle, write_bundle
 
-    from .methods import get_method
-    from .trainer import eval_metrics
+    from .core.evaluator import eval_metrics
+    from .core.methods import get_method
 
-    cfg = trainer.cfg
+    cfg = run.cfg
     env_id = eval_set.env_id
-    m = eval_metrics(episodes, trainer.agents, prefix="eval")
+    m = eval_metrics(episodes, run.agents, prefix="eval")
     metrics: dict[str, Any] = {
         "score": m["eval/score"],
         "correct": m["eval/correct"],
@@ -99,7 +170,7 @@ def write_eval_bundle(
         bundle = Bundle.from_episodes(
             env,
             episodes,
-            method=get_method(cfg.algo.method).bundle_name,
+            method=get_method(cfg.algo.method).leaderboard,
             model=require_model(cfg),
             config=cfg.to_dict(),
             seeds=eval_set.seeds,
@@ -160,13 +231,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_envs(cfg)
         print(describe(cfg), file=sys.stderr, flush=True)
         out = Path(args.out) if args.out else None
-        trainer, checkpoint = load_trainer(cfg, run_dir, out)
+        policy, checkpoint = load_policy(cfg, run_dir, out)
     except (ConfigError, FileNotFoundError, ValueError) as exc:  # usage errors only: setup
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        metrics, path = evaluate_trainer(
-            trainer, checkpoint, run_dir, out, greedy=False if args.sample else None
+        metrics, path = evaluate_policy(
+            policy, checkpoint, run_dir, out, greedy=False if args.sample else None
         )
     except EvaluationError as exc:
         print(f"error: {exc}", file=sys.stderr)

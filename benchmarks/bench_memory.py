@@ -61,7 +61,7 @@ def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int
     import torch
 
     import marft_envs
-    from baselines import trainer as trainer_module
+    from baselines.core import sources as sources_module
     from baselines.core.config import load_config
     from baselines.trainer import Trainer
     from marft_envs import Role, Workflow
@@ -83,8 +83,8 @@ def child(model: str, agents: int, out: str, prompt_tokens: int, new_tokens: int
         return rollout
 
     vocab = trainer.model.peft.get_base_model().config.vocab_size  # a char tokenizer is shorter
-    shaped = fixed_shape(trainer_module.collect, prompt_tokens, new_tokens, min(vocab, 30000))
-    trainer_module.collect = counted
+    shaped = fixed_shape(sources_module.collect, prompt_tokens, new_tokens, min(vocab, 30000))
+    sources_module.collect = counted  # what the episode source plays with
     cuda = torch.cuda.is_available()
     loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if cuda:

@@ -63,7 +63,6 @@ CRITICS = (CENTRALIZED, OWN_OBSERVATION, None)
 
 SHARED_POLICY = "policy"  # the adapter of a shared-adapter method
 CENTRAL_CRITIC = "critic"  # the centralized critic's adapter
-_GROUPING = {TREES: "at_grpo", JOINT: "magrpo"}  # baselines.core.groups.AT_GRPO / MAGRPO
 
 
 @dataclass(frozen=True)
@@ -116,8 +115,6 @@ class MethodSpec:
         """The name bundles and the leaderboard use (``at_grpo_shared`` -> ``at-grpo-shared``)."""
         return self.name.replace("_", "-")
 
-    bundle_name = leaderboard
-
     def preset(self) -> dict[str, dict[str, Any]]:
         """The config the method's preset sets over the dataclass defaults."""
         return {"algo": {"method": self.name, "loss_agg": self.loss_agg, **self.algo}}
@@ -130,23 +127,9 @@ class MethodSpec:
         return self.critic is None
 
     @property
-    def critic_kind(self) -> str | None:
-        """:attr:`critic`, as :class:`~baselines.core.critic.Critics` takes it."""
-        return self.critic
-
-    @property
-    def shared_policy(self) -> bool:
-        return self.shared_adapters
-
-    @property
     def sequential(self) -> bool:
         """MARFT's chained decomposition (else independent per-agent GAE)."""
         return self.estimator == "sequential_gae"
-
-    @property
-    def grouping(self) -> str | None:
-        """The group layout of a critic-free rollout (``baselines.core.groups``), else None."""
-        return _GROUPING.get(self.rollout)
 
     def policy_adapter(self, agent: str) -> str:
         """The adapter that plays ``agent``."""

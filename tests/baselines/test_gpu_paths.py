@@ -180,7 +180,7 @@ def test_a_trailing_accumulation_group_weighs_its_minibatches_as_a_full_one(tmp_
     def loss_fn(mb):  # linear in the weights: the same gradient whatever the step did
         return sum((p * d).sum() for p, d in zip(params, direction)), {}
 
-    stats = tr._optimise(key, [[0], [1], [2]], loss_fn)
+    stats = tr.learner._optimise(key, [[0], [1], [2]], loss_fn)
     norms = [st["grad_norm"] for st in stats if "grad_norm" in st]
     expected = torch.cat([d.flatten() for d in direction]).norm().item()
     assert norms == pytest.approx([expected, expected], rel=1e-5)  # before: [1.0, 0.5] x
@@ -235,11 +235,11 @@ def test_ippo_bootstraps_an_agent_that_acted_in_the_cut_round_from_its_next_view
         for head in tr.critics.heads.values():
             for p in head.parameters():
                 p.copy_(torch.randn(p.shape, generator=init) * 0.5)
-    tr._set_training(False)
+    tr.learner.set_training(False)
     rollout = collect(tr.venv, tr.generator, tr.method.policy_adapter, 4, SamplingSpec(6), seed=0)
     samples = rollout.flat()
-    values = tr._score_values(samples, tr._critic_prompts(samples))
-    boot = tr._bootstrap_values(rollout)
+    values = tr.learner._score_values(samples, tr.learner._critic_prompts(samples))
+    boot = tr.learner._bootstrap_values(rollout)
     for e, (episode, turns) in enumerate(zip(rollout.episodes, rollout.turns)):
         assert episode.truncated and [t.agent for t in turns][-1] == "reasoner_0"
         last = turns[-1]

@@ -35,13 +35,14 @@ def weights(trainer):
 class Recorder:
     """What one ``step()`` computed its metrics from; the trainer's own methods still run.
 
-    ``scored``: the rollout and the tensors ``_scoring_metrics`` received (copied before the
+    ``scored``: the rollout and the tensors the learner's ``scoring_metrics`` received (copied before the
     advantages are whitened); ``update``: (adapter, turn keys, log-probs, mask) of every policy
     forward of the PPO update (the ones after scoring)."""
 
     def __init__(self, trainer):
         self.start()
-        forward, scoring = trainer._forward_policy, trainer._scoring_metrics
+        learner = trainer.learner
+        forward, scoring = learner._forward_policy, learner.scoring_metrics
 
         def forward_and_record(adapter, samples):
             logp, ent, mask = forward(adapter, samples)
@@ -59,8 +60,8 @@ class Recorder:
                            "returns": copy(returns)}
             return scoring(rollout, samples, old_logp, ref_logp, adv, values, returns)
 
-        trainer._forward_policy = forward_and_record
-        trainer._scoring_metrics = score_and_record
+        learner._forward_policy = forward_and_record
+        learner.scoring_metrics = score_and_record
 
     def start(self):
         """Forget the last step (call before each step)."""
@@ -162,7 +163,7 @@ def test_presets_build_their_adapters_and_train(relay, tmp_path, preset, adapter
 
 def test_agent_by_agent_trains_one_agent_at_a_time(relay, tmp_path):
     tr = make(relay, tmp_path, "marft", ["algo.agent_by_agent=true", "algo.rotate_every=2", "algo.ent_coef=0.01"])
-    assert [tr.agents_to_train(i) for i in range(5)] == [["sender_0"]] * 2 + [["receiver_1"]] * 2 + [["sender_0"]]
+    assert [tr.learner.agents_to_train(i) for i in range(5)] == [["sender_0"]] * 2 + [["receiver_1"]] * 2 + [["sender_0"]]
     before = weights(tr)
     tr.step()
     after = weights(tr)
@@ -210,7 +211,7 @@ def test_reference_pass_runs_on_its_schedule_only(relay, tmp_path):
     """kl_coef = 0: the reference pass (only for the logged kl_ref) runs at steps N, 2N, ...
     (N = kl_ref_every, as eval_every), never with 0; kl_coef > 0 needs it every iteration."""
     tr = make(relay, tmp_path / "a", extra=["algo.kl_ref_every=2"])
-    assert [tr.needs_reference(i) for i in range(4)] == [False, True, False, True]
+    assert [tr.learner.needs_reference(i) for i in range(4)] == [False, True, False, True]
     references = []
     score = tr.model.reference  # the context every reference forward enters
 
@@ -221,10 +222,10 @@ def test_reference_pass_runs_on_its_schedule_only(relay, tmp_path):
     tr.model.reference = counting_reference
     logged = [any(k.endswith("/kl_ref") for k in tr.step()) for _ in range(4)]
     assert logged == [False, True, False, True] and sorted(set(references)) == [1, 3]
-    assert not any(make(relay, tmp_path / "b", extra=["algo.kl_ref_every=0"]).needs_reference(i)
+    assert not any(make(relay, tmp_path / "b", extra=["algo.kl_ref_every=0"]).learner.needs_reference(i)
                    for i in range(4))
     with_kl = make(relay, tmp_path / "c", extra=["algo.kl_ref_every=0", "algo.kl_coef=0.1"])
-    assert all(with_kl.needs_reference(i) for i in range(4))
+    assert all(with_kl.learner.needs_reference(i) for i in range(4))
 
 
 def test_skipping_the_reference_pass_leaves_training_unchanged(relay, tmp_path):
