@@ -35,6 +35,7 @@ Method = Literal[
     "magrpo",
     "magrpo-shared",
     "dr-grpo",
+    "dr-mas",
     "other",
 ]
 # the database stores the method as a plain string (no constraint), so adding one needs no migration

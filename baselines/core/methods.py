@@ -269,3 +269,17 @@ register_method(
         algo={"normalize_advantages": False, "scale_by_std": False},
     )
 )
+# Dr. MAS (Feng et al., 2026, arXiv 2602.08847): MAGRPO's groups, advantages normalised per agent
+# on its own rewards; the estimator lives in the method's file (baselines/dr_mas.py).
+register_method(
+    MethodSpec(
+        "dr_mas",
+        "Dr. MAS: no critic; K joint episodes per problem, each agent's advantages normalised on "
+        "its own reward statistics; one LoRA adapter per agent.",
+        rollout=JOINT,
+        estimator="baselines.dr_mas:dr_mas_advantages",
+        critic=None,
+        shared_adapters=False,
+        algo={"normalize_advantages": False, "scale_by_std": True},
+    )
+)
