@@ -154,10 +154,10 @@ def describe(cfg: Config) -> str:
     )
 
 
-#: The method modules, ``python -m baselines.<module>``, each with its method's summary.
-DESCRIPTIONS: dict[str, str] = {
-    spec.module: METHODS[spec.module].summary for spec in METHODS.values()
-}
+def descriptions() -> dict[str, str]:
+    """The method modules (``python -m baselines.<module>`` or a researcher's own) of the
+    registry as it is now, each with its method's summary."""
+    return {spec.module: METHODS[spec.module].summary for spec in METHODS.values()}
 
 
 class MethodMain(Protocol):
@@ -168,12 +168,13 @@ class MethodMain(Protocol):
 
 def method_main(preset: str) -> MethodMain:
     """The ``main(argv)`` of ``python -m baselines.<preset>``: :func:`train_main` with the
-    method's summary (:data:`DESCRIPTIONS`); it runs every method whose ``module`` it is."""
-    if preset not in DESCRIPTIONS:
-        raise ValueError(f"no method module {preset!r}; the methods are {sorted(DESCRIPTIONS)}")
+    method's summary (:func:`descriptions`); it runs every method whose ``module`` it is."""
+    known = descriptions()
+    if preset not in known:
+        raise ValueError(f"no method module {preset!r}; the methods are {sorted(known)}")
 
     def main(argv: Sequence[str] | None = None) -> int:
-        return train_main(preset, DESCRIPTIONS[preset], argv)
+        return train_main(preset, known[preset], argv)
 
     return main
 

@@ -9,7 +9,7 @@ import pytest
 
 from baselines import eval as eval_cli
 from baselines import ippo, marft
-from baselines.cli import DESCRIPTIONS, build_parser, method_main
+from baselines.cli import descriptions, build_parser, method_main
 
 SMALL = ["model.max_new_tokens=8", "env.num_envs=2", "train.episodes_per_iteration=2",
          "env.eval_episodes=2", "train.log=[jsonl]"]
@@ -94,7 +94,7 @@ def test_help_documents_every_config_field():
         assert key in text
 
 
-@pytest.mark.parametrize("method", sorted(DESCRIPTIONS))
+@pytest.mark.parametrize("method", sorted(descriptions()))
 def test_every_method_module_runs_with_its_own_description(method, capsys):
     module = importlib.import_module(f"baselines.{method}")
     with pytest.raises(SystemExit) as done:
@@ -102,7 +102,7 @@ def test_every_method_module_runs_with_its_own_description(method, capsys):
     out = capsys.readouterr().out
     assert done.value.code == 0
     assert f"python -m baselines.{method}" in out
-    assert " ".join(DESCRIPTIONS[method].split()[:4]) in " ".join(out.split())
+    assert " ".join(descriptions()[method].split()[:4]) in " ".join(out.split())
 
 
 def test_method_main_names_the_methods_for_an_unknown_one():

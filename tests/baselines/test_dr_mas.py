@@ -84,3 +84,24 @@ def test_dr_mas_runs_from_its_module_like_the_other_methods(tmp_path, capsys):
     assert step["group/groups"] == 4.0  # 16 episodes / K=4 problems
     # reward to the last agent: the first agent's rewards all tie at 0, so its advantages are 0
     assert step["agent/sender_0/adv_std"] == 0.0 and step["agent/receiver_1/adv_std"] > 0.0
+
+
+def test_the_tutorial_shows_the_code_of_the_file_and_the_registry():
+    """docs/adding_a_method.md's worked example is Dr. MAS as it is: its estimator block is the
+    file's code and its registry block is the registry's entry."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs/adding_a_method.md").read_text()
+    blocks = re.findall(r"```(\w+)\n(.*?)```", page, flags=re.S)
+    estimator = next(code for tag, code in blocks if "def dr_mas_advantages" in code)
+    entry = next(
+        code
+        for tag, code in blocks
+        if 'register_method(\n    MethodSpec(\n        "dr_mas"' in code
+    )
+    source = (root / "baselines/dr_mas.py").read_text()
+    start = estimator.index("def agent_returns")
+    assert estimator[start:].strip() in source
+    assert entry.strip() in (root / "baselines/core/methods.py").read_text()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import leaderboard
-from baselines.cli import DESCRIPTIONS, method_main
+from baselines.cli import descriptions, method_main
 from baselines.core.config import AlgoConfig, ConfigError, apply_overrides, load_config
 from baselines.core.methods import (
     EPISODES,
@@ -43,13 +43,13 @@ def entry_modules() -> dict[str, str]:
 def test_every_entry_module_runs_its_own_registered_method_and_nothing_else():
     modules = entry_modules()
     assert modules == {m: m for m in modules}  # baselines.<m> runs method_main("<m>")
-    assert set(modules) == {spec.module for spec in METHODS.values()} == set(DESCRIPTIONS)
+    assert set(modules) == {spec.module for spec in METHODS.values()} == set(descriptions())
     for module in modules:
         assert importlib.import_module(f"baselines.{module}").main is not None
 
 
 def test_a_module_describes_itself_with_its_method_summary():
-    for module, description in DESCRIPTIONS.items():
+    for module, description in descriptions().items():
         assert description == METHODS[module].summary
 
 
