@@ -19,7 +19,15 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from . import structure as st
-from .evaluate import TooHard, Undefined, divide, evaluate, sample_point, values_equal
+from .evaluate import (
+    TooHard,
+    Undefined,
+    divide,
+    evaluate,
+    evaluate_real,
+    sample_point,
+    values_equal,
+)
 from .intervals import as_set, same_set
 from .latex import LatexError, Tree, free_symbols, has_decimal, parse_latex, rename
 from .magnitude import clearly_different
@@ -79,6 +87,14 @@ def _has_i(tree: Tree) -> bool:
     if tree[0] == "f":
         return any(_has_i(t) for t in tree[2])
     return False
+
+
+def _real_value(tree: Tree, env):
+    """The value where every subexpression is real, else None."""
+    try:
+        return evaluate_real(tree, env)
+    except _UNDECIDED:
+        return None
 
 
 def _point_equal(ta: Tree, tb: Tree, env, approximate: bool, real: bool = False):
@@ -163,23 +179,35 @@ PROBE_POINTS = 12
 
 def _real_counterexample(ta: Tree, tb: Tree, names, approximate: bool) -> bool:
     """Whether some probe point has both sides real, defined and apart."""
+    return _probe(ta, tb, names, approximate)[0]
+
+
+PROBES_FOR_EQUAL = 4
+
+
+def _probe(ta: Tree, tb: Tree, names, approximate: bool) -> tuple[bool, int]:
+    """(some probe point has both sides real, defined and apart; how many probe points have
+    both real, defined and equal)."""
     ordered = sorted(names)
+    agree = 0
     for k in range(PROBE_POINTS):
         env = {
             n: _PROBE_VALUES[(7 * k + 3 * i + k * i) % len(_PROBE_VALUES)]
             for i, n in enumerate(ordered)
         }
-        a, b = _value(ta, env), _value(tb, env)
-        if a is None or b is None or isinstance(a, Undefined) or isinstance(b, Undefined):
+        a, b = _real_value(ta, env), _real_value(tb, env)
+        if a is None or b is None:
             continue
         if _non_real(a) or _non_real(b):
             continue
         try:
-            if values_equal(a, b, approximate) is False:
-                return True
+            same = values_equal(a, b, approximate)
         except _UNDECIDED:
             continue
-    return False
+        if same is False:
+            return True, agree
+        agree += same is True
+    return False, agree
 
 
 class NumericJudge:
@@ -216,6 +244,14 @@ class NumericJudge:
             if len(inside) < len(results) and _real_counterexample(ta, tb, names, approximate):
                 return False, method  # "(a^b)^c" vs "a^{bc}": apart where both are real
             return True, method
+        if real and len(inside) < 2 and all(r is True for r in inside):
+            # Real at fewer than two sample points ("(-1)^n \\cos^n x", "((x-2)^3)^k" at
+            # non-integer exponents): the probe points, where both may be real, decide.
+            apart, agree = _probe(ta, tb, names, approximate)
+            if apart:
+                return False, method
+            if agree >= PROBES_FOR_EQUAL:
+                return True, method
         # Too big to evaluate: settle huge constants by size, or by treating the huge parts
         # as unknowns (sound for "equal" only); the rest goes to sympy.
         if not names and clearly_different(ta, tb):

@@ -313,6 +313,35 @@ def _node(tree: Tree, env: Mapping[str, Value] | None, opaque: int | None) -> Va
     raise Undefined(f"unknown node {kind}")
 
 
+class NotReal(Undefined):
+    """A subexpression is not real here (``(-1)^{1/2}``): outside a real function's domain."""
+
+
+def evaluate_real(tree: Tree, env: Mapping[str, Value]) -> Value:
+    """Like :func:`evaluate`, but every subexpression must be real (raises ``NotReal``), so
+    ``(-1)^{-3/2} \\cos(2)^{-3/2}``, real only through two complex factors, has no value."""
+    kind = tree[0]
+    if kind in ("n", "c", "v"):
+        value = _node(tree, env, None)
+    elif kind == "+":
+        value = _checked(_sum([evaluate_real(t, env) for t in tree[1]]))
+    elif kind == "*":
+        value = _prod([evaluate_real(t, env) for t in tree[1]])
+    elif kind == "neg":
+        value = -evaluate_real(tree[1], env)
+    elif kind == "/":
+        value = _checked(divide(evaluate_real(tree[1], env), evaluate_real(tree[2], env)))
+    elif kind == "^":
+        value = _checked(_power(evaluate_real(tree[1], env), evaluate_real(tree[2], env)))
+    elif kind == "f":
+        value = _checked(_FUNCTIONS[tree[1]](*[evaluate_real(t, env) for t in tree[2]]))
+    else:
+        raise Undefined(f"unknown node {kind}")
+    if not isinstance(value, Fraction) and CTX.im(value) != 0:
+        raise NotReal("not real")
+    return value
+
+
 def sample_point(names: frozenset[str], k: int) -> dict[str, Value]:
     """Deterministic, irrational-looking values with 0.5 < |v| < 2.6 for point k.
 

@@ -34,6 +34,8 @@ from marft_envs.math.normalize import normalize
         ("\\frac{(k+2)!}{k!}", "(k+2)(k+1)"),
         ("log(a^2*b)", "2\\log a+\\log b"),
         ("1/sqrt(x)", "\\sqrt{1/x}"),
+        ("(-1)^n \\cos^n x", "(-\\cos x)^n"),  # real only at the probe points (integer n)
+        ("((x-2)^3)^k", "(x-2)^{3k}"),
         ("f(t)=t^2", "f(x)=x^2"),
         ("f(y):=y^2", "f(x)=x^2"),
         ("a_{\\min} = 2k+1", "2k+1"),
@@ -61,6 +63,8 @@ def test_equivalent(pred: str, gold: str) -> None:
         ("1=1", "x=1"),
         ("(a^b)^c", "a^{bc}"),  # equal for a > 0 only: (-1)^2)^(1/2) = 1, (-1)^1 = -1
         ("\\sqrt{x^2}", "x"),
+        ("((x-2)^2)^k", "(x-2)^{2k}"),  # |x-2| against x-2 for x < 2, k = 1/2
+        ("\\sqrt{x-3} + \\sin(2\\pi x)", "\\sqrt{x-3}"),
         ("f(t)=t^3", "f(x)=x^2"),
         ("g(x)=x^2", "f(x)=x^2"),
         ("f(x)=x+y", "f(y)=y+y"),
