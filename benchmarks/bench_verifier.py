@@ -10,8 +10,9 @@ groups, and real SmolLM2 completions with a human-read answer; plus our own labe
 Prints, per source group and per class, right / false-equal / missed-equal for each grader;
 totals over all rows and over the unambiguous ones; extraction accuracy on the real
 completions; throughput (pairs/s) and the worst single pair over the whole set and over
-MATH-500's 500 reference solutions; ratios against math-verify; the quality bars of issue 10
-with "ok" or "MISSED"; and the time each grader takes on pathological pairs.
+MATH-500's 500 reference solutions; ratios against math-verify; the per-family table of the
+hard-families rows (and with ExtractionConfig(real_domain=False)); the quality bars of issues 10
+and 28 with "ok" or "MISSED"; and the time each grader takes on pathological pairs.
 
 The anchors, as their users call them:
 
@@ -322,7 +323,7 @@ def family_report(
         f"\n== {HARD}: per family (unambiguous rows; accepted = equivalents graded equal, "
         "rejected = non-equivalents graded different)"
     )
-    head = "".join(f"{n + ' acc':>26}{n + ' rej':>26}" for n in names)
+    head = "".join(f" {n + ' acc':>26} {n + ' rej':>26}" for n in names)
     print(f"{'family':<20}{'eq':>4}{'ne':>4}{head}")
     families = sorted({rows[i].cls for i in idx})
     totals = {n: [0, 0, 0, 0] for n in names}
@@ -334,7 +335,7 @@ def family_report(
         for n in names:
             acc = sum(results[n][i] for i in pos)
             rej = sum(not results[n][i] for i in neg)
-            line += f"{f'{acc}/{len(pos)}':>26}{f'{rej}/{len(neg)}':>26}"
+            line += f" {f'{acc}/{len(pos)}':>26} {f'{rej}/{len(neg)}':>26}"
             if fam == "ALL":
                 totals[n] = [acc, len(pos), rej, len(neg)]
         print(line)
