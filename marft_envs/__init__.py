@@ -15,7 +15,7 @@ from .evaluation import evaluation_plan
 from .flexmg import EnvSnapshot, FlexMGEnv
 from .registry import EnvSpec, check_overrides, make, pprint_registry, register, registry, spec
 from .spaces import UnicodeText
-from .vector import Batch, VectorEnv, VectorFlexEnv, make_vec
+from .vector import Batch, VectorEnv, VectorFlexEnv, VectorScheduler, make_vec
 from .verdict import RoundPlay, RoundVerifier, Verdict
 from .verifiers import Verifier, get_verifier, grader_version, register_verifier
 from .workflow import Role, Workflow, get_workflow, register_workflow, workflow_names
@@ -39,6 +39,7 @@ __all__ = [
     "UnicodeText",
     "VectorEnv",
     "VectorFlexEnv",
+    "VectorScheduler",
     "Verdict",
     "Verifier",
     "Workflow",

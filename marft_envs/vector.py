@@ -78,7 +78,83 @@ class VectorEnv(Protocol):
     def close(self) -> None: ...
 
 
-class VectorFlexEnv:
+class VectorScheduler:
+    """The scheduling every vector environment shares, wherever its environments live (this
+    process, worker processes, Ray actors): the agent the next batch serves (the one most
+    environments wait on, ties to the earlier seat), the shape checks of ``reset`` and
+    ``step``, and the loop that plays until enough episodes finished. A subclass says how to
+    reset, count the waiting environments, build a batch and step; it sets
+    :attr:`possible_agents` and ``_ready`` (after its first ``reset``)."""
+
+    possible_agents: list[str]
+    _ready: bool = False
+
+    @property
+    def num_envs(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def done(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def planned(self) -> bool:
+        """Whether the last ``reset`` was given a plan (the episodes are fixed)."""
+        raise NotImplementedError
+
+    def reset(self, seed=None, options=None, *, plan=None) -> None:
+        raise NotImplementedError
+
+    def waiting(self) -> Counter[str]:
+        raise NotImplementedError
+
+    def next_batch(self, agent: str | None = None) -> Batch:
+        raise NotImplementedError
+
+    def step(self, batch: Batch, actions: Sequence[Any]) -> list[Episode]:
+        raise NotImplementedError
+
+    def choose_agent(self, counts: Counter[str], agent: str | None = None) -> str:
+        """``agent``, or the agent most environments wait on (ties: the earlier seat)."""
+        if not counts:
+            raise EnvOrderError(
+                "every episode of the plan given to reset() has finished: call reset() (with a "
+                "new plan or none) before next_batch()"
+            )
+        if agent is None:
+            agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
+        return agent
+
+    def check_options(self, options: Sequence[Any] | None) -> None:
+        """``reset``'s ``options`` give one entry per environment."""
+        if options is not None and len(options) != self.num_envs:
+            raise ValueError(
+                f"options must have one entry per environment ({self.num_envs}), got {len(options)}"
+            )
+
+    @staticmethod
+    def check_actions(batch: Batch, actions: Sequence[Any]) -> None:
+        """``step`` gets one action per environment of the batch."""
+        if len(actions) != len(batch.env_indices):
+            raise ValueError(
+                f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments"
+            )
+
+    def run(self, policy: Policy, num_episodes: int | None = None) -> list[Episode]:
+        """Play until ``num_episodes`` episodes finished (or, after ``reset(plan=...)``, until the
+        plan is done); ``policy(agent, observations) -> actions``."""
+        if not self._ready:
+            self.reset()
+        if num_episodes is None and not self.planned:
+            raise ValueError("run() needs num_episodes unless reset(plan=...) fixed the episodes")
+        episodes: list[Episode] = []
+        while (not self.done) if num_episodes is None else len(episodes) < num_episodes:
+            batch = self.next_batch()
+            episodes += self.step(batch, list(policy(batch.agent, batch.observations)))
+        return episodes if num_episodes is None else episodes[:num_episodes]
+
+
+class VectorFlexEnv(VectorScheduler):
     """Many environments of one team layout, stepped in per-agent batches with auto-reset."""
 
     def __init__(self, env_fns: Sequence[Callable[[], FlexMGEnv]], *, seed: int | None = None):
@@ -116,10 +192,7 @@ class VectorFlexEnv:
         goes idle. This is how an evaluation covers a fixed task set (``done`` tells when).
         """
         seed = self.seed if seed is None else seed
-        if options is not None and len(options) != self.num_envs:
-            raise ValueError(
-                f"options must have one entry per environment ({self.num_envs}), got {len(options)}"
-            )
+        self.check_options(options)
         self._plan = deque(plan) if plan is not None else None
         self._idle = set()
         for i, env in enumerate(self.envs):
@@ -136,6 +209,10 @@ class VectorFlexEnv:
     def done(self) -> bool:
         """True when a plan was given and every planned episode has finished."""
         return len(self._idle) == self.num_envs
+
+    @property
+    def planned(self) -> bool:
+        return self._plan is not None
 
     def _next_planned(self, i: int) -> None:
         if self._plan:
@@ -155,13 +232,7 @@ class VectorFlexEnv:
         """The batch for ``agent`` or, by default, for the agent most environments wait on."""
         self._require_reset("next_batch")
         counts = self.waiting()
-        if not counts:
-            raise EnvOrderError(
-                "every episode of the plan given to reset() has finished: call reset() (with a "
-                "new plan or none) before next_batch()"
-            )
-        if agent is None:
-            agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
+        agent = self.choose_agent(counts, agent)
         idx = [
             i
             for i, env in enumerate(self.envs)
@@ -180,10 +251,7 @@ class VectorFlexEnv:
     def step(self, batch: Batch, actions: Sequence[Any]) -> list[Episode]:
         """Apply one action per environment of ``batch``; return the episodes that finished."""
         self._require_reset("step")
-        if len(actions) != len(batch.env_indices):
-            raise ValueError(
-                f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments"
-            )
+        self.check_actions(batch, actions)
         finished: list[Episode] = []
         for i, action in zip(batch.env_indices, actions, strict=True):
             env = self.envs[i]
@@ -204,19 +272,6 @@ class VectorFlexEnv:
                 else:
                     env.reset()
         return finished
-
-    def run(self, policy: Policy, num_episodes: int | None = None) -> list[Episode]:
-        """Play until ``num_episodes`` episodes finished (or, after ``reset(plan=...)``, until the
-        plan is done); ``policy(agent, observations) -> actions``."""
-        if not self._ready:
-            self.reset()
-        if num_episodes is None and self._plan is None:
-            raise ValueError("run() needs num_episodes unless reset(plan=...) fixed the episodes")
-        episodes: list[Episode] = []
-        while (not self.done) if num_episodes is None else len(episodes) < num_episodes:
-            batch = self.next_batch()
-            episodes += self.step(batch, list(policy(batch.agent, batch.observations)))
-        return episodes if num_episodes is None else episodes[:num_episodes]
 
     def snapshot(self, index: int) -> EnvSnapshot:
         """Environment ``index``'s episode state (:meth:`FlexMGEnv.snapshot`)."""

@@ -23,8 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from marft_envs import Batch, Episode, FlexMGEnv, VectorFlexEnv, make, spec
-from marft_envs.vector import Policy
+from marft_envs import Batch, Episode, FlexMGEnv, VectorFlexEnv, VectorScheduler, make, spec
 
 EnvFn = Callable[[], FlexMGEnv]
 
@@ -188,11 +187,12 @@ def split_plan(
     return out
 
 
-class WorkerGroup(ABC):
+class WorkerGroup(VectorScheduler, ABC):
     """Environments split over workers, presented as one vector environment.
 
-    Subclasses say only how to call the shards (:meth:`_call`); batching by agent id, seeding,
-    index bookkeeping and the ordering of finished episodes live here, once.
+    Subclasses say only how to call the shards (:meth:`_call`); seeding, index bookkeeping and
+    the ordering of finished episodes live here, once, and the scheduling (the batch's agent,
+    the play loop) is ``VectorFlexEnv``'s own (:class:`marft_envs.VectorScheduler`).
     """
 
     def __init__(self, env_fn: EnvFn, num_envs: int, num_workers: int, seed: int | None = None):
@@ -212,7 +212,7 @@ class WorkerGroup(ABC):
         Must return a result for every requested shard or raise (never a partial dict).
         """
 
-    def close(self) -> None:  # noqa: B027 -- a no-op default; groups holding workers override it
+    def close(self) -> None:  # a no-op default; groups holding workers override it
         """Release the workers."""
 
     # -- the VectorFlexEnv surface -----------------------------------------------------------
@@ -241,10 +241,7 @@ class WorkerGroup(ABC):
         order are ``VectorFlexEnv``'s; with more, the same set of episodes is played.
         """
         seed = self.seed if seed is None else seed
-        if options is not None and len(options) != self.num_envs:
-            raise ValueError(
-                f"options must have one entry per environment ({self.num_envs}), got {len(options)}"
-            )
+        self.check_options(options)
         shares = None if plan is None else split_plan(plan, self.shards, self.num_envs)
         calls = {}
         for s, (offset, size) in enumerate(self.shards):
@@ -261,6 +258,10 @@ class WorkerGroup(ABC):
         """True when a plan was given and every planned episode has finished (all envs idle)."""
         return self._ready and not any(log.views for log in self._logs)
 
+    @property
+    def planned(self) -> bool:
+        return any(log.plan is not None for log in self._logs)
+
     def waiting(self) -> Counter[str]:
         """How many environments wait on each agent id, over all shards."""
         self._require_reset()
@@ -270,10 +271,7 @@ class WorkerGroup(ABC):
         """The batch for ``agent`` or for the agent most environments wait on (VectorFlexEnv's
         rule)."""
         counts = self.waiting()
-        if not counts:
-            raise RuntimeError("Every environment is idle: the plan given to reset() is exhausted")
-        if agent is None:
-            agent = max(counts, key=lambda a: (counts[a], -self.possible_agents.index(a)))
+        agent = self.choose_agent(counts, agent)
         merged = Batch(agent, [], [], [], [])
         for s, log in enumerate(self._logs):
             offset = self.shards[s][0]
@@ -292,10 +290,7 @@ class WorkerGroup(ABC):
     def step(self, batch: Batch, actions: Sequence[Any]) -> list[Episode]:
         """Apply one action per environment of ``batch``; the finished episodes, in index order."""
         self._require_reset()
-        if len(actions) != len(batch.env_indices):
-            raise ValueError(
-                f"Got {len(actions)} actions for a batch of {len(batch.env_indices)} environments"
-            )
+        self.check_actions(batch, actions)
         per_shard: dict[int, tuple[list[int], list[Any]]] = {}
         for i, action in zip(batch.env_indices, actions, strict=True):
             s = self._shard_of(i)
@@ -313,20 +308,6 @@ class WorkerGroup(ABC):
             apply_step_views(views, per_shard[s][0], results[s].views)
             finished += results[s].episodes
         return finished
-
-    def run(self, policy: Policy, num_episodes: int | None = None) -> list[Episode]:
-        """Play until ``num_episodes`` episodes finished (or, after ``reset(plan=...)``, until the
-        plan is done); ``policy(agent, observations) -> actions``."""
-        if not self._ready:
-            self.reset()
-        planned = any(log.plan is not None for log in self._logs)
-        if num_episodes is None and not planned:
-            raise ValueError("run() needs num_episodes unless reset(plan=...) fixed the episodes")
-        episodes: list[Episode] = []
-        while (not self.done) if num_episodes is None else len(episodes) < num_episodes:
-            batch = self.next_batch()
-            episodes += self.step(batch, list(policy(batch.agent, batch.observations)))
-        return episodes if num_episodes is None else episodes[:num_episodes]
 
     def __enter__(self) -> WorkerGroup:  # noqa: PYI034 - py3.10 has no typing.Self
         return self

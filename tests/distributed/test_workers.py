@@ -86,7 +86,7 @@ def test_group_plays_exactly_a_plan(workers):
     group.reset(plan=PLAN)
     episodes = group.run(scripted_policy)
     assert group.done
-    with pytest.raises(RuntimeError, match="idle"):
+    with pytest.raises(RuntimeError, match="has finished: call reset"):
         group.next_batch()
     got = list(zip(signature(episodes), [e.env_index for e in episodes]))
     want = planned(5, PLAN)
