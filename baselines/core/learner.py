@@ -484,7 +484,6 @@ class Learner:
         fn.total = self.lr_horizon(key, turns_now)
         for group, base in zip(opt.param_groups, sched.base_lrs, strict=True):
             group["lr"] = base * fn(sched.last_epoch)
-        sched._last_lr = [float(g["lr"]) for g in opt.param_groups]
 
     @staticmethod
     def _mean_stats(prefix: str, stats: list[dict[str, float]]) -> dict[str, float]:
@@ -572,7 +571,8 @@ class Learner:
             if a.target_kl is not None:
                 metrics[f"agent/{adapter}/kl_early_stop"] = float(bool(stopped))
                 metrics[f"agent/{adapter}/minibatches_applied"] = float(len(stats))
-            lr = self.schedulers[f"policy/{adapter}"].get_last_lr()[0]
+            # the rate it stepped with last (set by _set_lr_horizon and each scheduler step)
+            lr = self.optimizers[f"policy/{adapter}"].param_groups[0]["lr"]
             metrics[f"agent/{adapter}/lr"] = float(lr)
         return metrics
 
