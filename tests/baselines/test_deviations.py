@@ -346,3 +346,14 @@ def test_bench_credit_variants_carry_their_own_overrides():
     )
     with pytest.raises(ValueError, match="key=value"):
         parse_method("marft@agent")
+
+
+def test_the_demo_keeps_its_measured_recipe_and_evaluates_every_iteration():
+    from baselines import demo
+
+    cfg = load_config("marft", overrides=[*demo.RECIPE, *demo.DEMO_SIZE, "env.id=arith0-2agent"])
+    # the newline stop with per-agent whitening and a floor learned nothing on seed 0
+    # (docs/learning.md): the recipe stays the one measured to learn
+    assert cfg.model.stop == [] and cfg.model.max_new_tokens == 12
+    assert cfg.algo.adv_norm == "batch" and cfg.algo.adv_std_floor == 0.0
+    assert cfg.train.eval_every == 1 and cfg.train.iterations == 4
