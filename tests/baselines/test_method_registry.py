@@ -156,3 +156,27 @@ def test_shared_variants_run_from_their_per_agent_module_with_one_adapter():
 def test_method_main_refuses_a_module_no_method_runs_from():
     with pytest.raises(ValueError, match="no method module 'mappo'"):
         method_main("mappo")
+
+
+@pytest.fixture(scope="module")
+def relay_model_path(tmp_path_factory):
+    from baselines.relay import relay_model
+
+    return str(relay_model(tmp_path_factory.mktemp("model"), seed=0))
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_method_trains_from_its_module_with_its_preset(name, relay_model_path, tmp_path):
+    import yaml
+
+    spec = METHODS[name]
+    module = importlib.import_module(f"baselines.{spec.module}")
+    out = tmp_path / "run"
+    argv = ["--env", "credit-chain-2agent", "--model", relay_model_path, "--out", str(out),
+            "--no-progress", f"algo.method={name}", "model.max_new_tokens=1", "env.num_envs=4",
+            "train.episodes_per_iteration=8", "algo.group_size=4", "train.iterations=1",
+            "env.eval_episodes=0", "train.log=[]", "algo.minibatch_size=8"]  # fmt: skip
+    assert module.main(argv) == 0
+    saved = yaml.safe_load((out / "config.yaml").read_text())["algo"]
+    assert saved["method"] == name and saved["loss_agg"] == spec.loss_agg
+    assert all(saved[k] == v for k, v in spec.algo.items())
