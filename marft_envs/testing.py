@@ -343,10 +343,15 @@ KNOWN_PAIRS: dict[str, Callable[[Dataset, Task], tuple[str, str] | None]] = {
 
 
 def _expected_returns(u: FlexMGEnv, verdicts: list[dict[str, Any]]) -> dict[str, float]:
-    """Each agent's return as ``reward_to`` attributes the verdicts' scores."""
+    """Each agent's return as ``reward_to`` attributes the verdicts' scores (``graded``: each
+    agent's ``agent_scores`` entry where the verdict has them, else the answerer's score)."""
     agents = u.possible_agents
     out = dict.fromkeys(agents, 0.0)
     for v in verdicts:
+        if u.reward_to == "graded" and v.get("agent_scores"):
+            for a in agents:
+                out[a] += float(v["agent_scores"].get(a, 0.0))
+            continue
         if u.reward_to == "team":
             targets = agents
         else:

@@ -109,6 +109,13 @@ def test_reward_check_fails_a_wrong_attribution():
         check_reward(env_fn)
 
 
+@pytest.mark.parametrize("env_id", ["climbing-2agent", "repair-2agent"])
+def test_reward_check_follows_graded_attribution(env_id):
+    """reward_to='graded' pays each seat its Verdict.agent_scores entry (the matrix games grade
+    every seat): the check expects those shares, not the answerer's score alone."""
+    check_reward(lambda **kw: marft_envs.make(env_id, reward_to="graded", **kw))
+
+
 def test_reward_check_is_not_run_without_a_known_right_response():
     """A third-party verifier with no known pair, and a code dataset whose tasks carry neither a
     reference solution nor stdin/stdout tests (LiveCodeBench's call-based problems): not run,
