@@ -187,6 +187,12 @@ def test_known_conflicts_are_still_conflicts(python):
         pytest.fail(f"extras {pair} resolve together now ({why}: no longer so); drop the entry")
 
 
+def extras_beside_vllm() -> tuple[str, ...]:
+    """The core and every extra that does not conflict with ``vllm``."""
+    return union_of_extras(tuple(side for pair in CONFLICTS if "vllm" in pair
+                                 for side in pair if side != "vllm"))
+
+
 @pytest.mark.parametrize("python", PYTHONS)
 def test_the_newest_installable_vllm_installs_beside_the_baselines(python):
     """The newest vLLM release that installs at all (with its own dependencies) is what the
@@ -196,12 +202,22 @@ def test_the_newest_installable_vllm_installs_beside_the_baselines(python):
     newest, broken = newest_installable("vllm", python)
     for line in broken:
         warnings.warn(line, stacklevel=1)
-    union = union_of_extras(tuple(side for pair in CONFLICTS if "vllm" in pair
-                                  for side in pair if side != "vllm"))
+    union = extras_beside_vllm()
     # pinned, so a conflict of ours fails with uv naming it (unpinned, uv would quietly pick an
     # older vLLM, or one of the broken newer ones would be tried first)
     got = resolve(union + (f"vllm=={newest}",), python)
     assert got["vllm"] == newest
+
+
+def test_a_pin_that_holds_back_vllm_fails_naming_the_conflict():
+    """The check above can fail: the old ``torch==2.13.0`` pin put back beside the extras makes
+    the pinned resolution fail, and uv's reason names the packages that clash."""
+    python = PYTHONS[0]
+    newest, _ = newest_installable("vllm", python)
+    with pytest.raises(pytest.fail.Exception) as failed:
+        resolve(extras_beside_vllm() + ("torch==2.13.0", f"vllm=={newest}"), python)
+    why = str(failed.value).split("uv says:", 1)[1]
+    assert "torch==2.13.0" in why and f"vllm=={newest}" in why, why
 
 
 def test_the_baselines_take_the_newest_torch():
