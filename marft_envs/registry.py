@@ -161,6 +161,11 @@ def register(
     :class:`~tasks.AlreadyRegisteredError` (a ValueError) unless ``overwrite=True``.
     """
     name, version = parse_env_id(id)
+    if version is not None and id != f"{name}-v{version}":
+        raise ValueError(
+            f"cannot register {id!r}: write the version without leading zeros, "
+            f"{name}-v{version}"
+        )
     if version is not None and name in registry:
         raise ValueError(
             f"cannot register {id!r}: the unversioned id {name!r} is registered; register "

@@ -215,7 +215,7 @@ def test_an_older_version_stays_playable_and_warns(two_versions) -> None:
     new = marft_envs.make("fpv-2agent-v2")
     assert old.unwrapped.fingerprint.differing_parts(new.unwrapped.fingerprint) == ["workflow"]
     old.reset(seed=3)
-    for agent in old.agent_iter():
+    for _agent in old.agent_iter():
         _, _, term, trunc, _ = old.last()
         old.step(None if term or trunc else "\\boxed{0}")
     assert old.episode().env_id == "fpv-2agent-v1"
@@ -239,6 +239,14 @@ def test_a_name_is_registered_with_versions_or_without(two_versions) -> None:
             marft_envs.register("fpplain-2agent-v1", "marft_envs.flexmg:FlexMGEnv")
     finally:
         del marft_envs.registry["fpplain-2agent"]
+
+
+def test_a_version_with_leading_zeros_is_refused() -> None:
+    # 'foo-v01' would be version 1, which make('foo') then looks up as 'foo-v1'
+    spec = marft_envs.spec("arith-2agent-v1")
+    with pytest.raises(ValueError, match="without leading zeros, lbzero-2agent-v1"):
+        marft_envs.register("lbzero-2agent-v01", spec.entry_point, kwargs=dict(spec.kwargs))
+    assert not versions("lbzero-2agent")
 
 
 def test_pprint_registry_shows_versions(two_versions) -> None:
