@@ -163,9 +163,9 @@ def _prompt_probe() -> dict[str, Any]:
 
 def _task_choice_probe() -> list[int]:
     """The seed -> task rule on a few seeds (a change of the rule reorders evaluations)."""
-    from .flexmg import _task_index
+    from .flexmg import task_index
 
-    return [_task_index(s, k, 1009) for s in (0, 1, 12345) for k in (0, 1, 7)]
+    return [task_index(s, k, 1009) for s in (0, 1, 12345) for k in (0, 1, 7)]
 
 
 def verifier_settings(verifier: Any) -> dict[str, Any]:

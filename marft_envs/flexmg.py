@@ -44,7 +44,7 @@ _DEAD_STEP_HINT = (
 )
 
 
-def _task_index(seed: int, episode_index: int, n: int) -> int:
+def task_index(seed: int, episode_index: int, n: int) -> int:
     """Per-item seeding: the task of episode k after ``reset(seed=s)`` depends on (s, k) only."""
     digest = hashlib.sha256(f"{seed}:{episode_index}".encode()).digest()
     return int.from_bytes(digest[:8], "big") % n
@@ -306,7 +306,7 @@ class FlexMGEnv(AECEnv):
             self.task = self.dataset[int(options["task_index"])]
         else:
             self.task = self.dataset[
-                _task_index(self._seed, self._episode_index, len(self.dataset))
+                task_index(self._seed, self._episode_index, len(self.dataset))
             ]
 
         self.agents = self.possible_agents[:]

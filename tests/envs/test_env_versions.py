@@ -76,17 +76,21 @@ def test_the_table_names_the_current_grader_versions() -> None:
     )
 
 
-def test_a_changed_role_prompt_without_a_bump_fails_naming_the_id(monkeypatch) -> None:
-    # what the table test sees when one word of a registered role prompt changes in place
-    from marft_envs import workflow as wf_module
-
-    table = load_table()
-    trio = wf_module.get_workflow("math-trio")
+@pytest.fixture
+def changed_trio():
+    """math-trio with one word of a role prompt changed in place (restored afterwards)."""
+    trio = marft_envs.get_workflow("math-trio")
     roles = list(trio.roles)
     roles[1] = dataclasses.replace(roles[1], instructions=roles[1].instructions.replace(
         "carefully", "quickly"))
-    changed = dataclasses.replace(trio, roles=tuple(roles))
-    monkeypatch.setitem(wf_module._WORKFLOWS._entries, "math-trio", changed)
+    marft_envs.register_workflow(dataclasses.replace(trio, roles=tuple(roles)), overwrite=True)
+    yield
+    marft_envs.register_workflow(trio, overwrite=True)
+
+
+def test_a_changed_role_prompt_without_a_bump_fails_naming_the_id(changed_trio) -> None:
+    # what the table test sees when one word of a registered role prompt changes in place
+    table = load_table()
     now = fingerprint_entry("arith-3agent-v1", grader_version=table["arith-3agent-v1"]["grader_version"])
     parts = changed_parts(table["arith-3agent-v1"], now)
     assert parts == ["workflow"]
