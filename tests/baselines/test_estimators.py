@@ -3,11 +3,9 @@ out by hand."""
 
 from __future__ import annotations
 
-import math
 from types import SimpleNamespace
 
 import pytest
-import torch
 
 from baselines.core.estimators import (
     ESTIMATORS,

@@ -104,7 +104,7 @@ def test_graded_reward_pays_each_agent_its_own_score():
     # a verifier that grades only the answerer: reward_to="graded" pays only the answerer
     env = marft_envs.make("credit-chain-2agent", reward_to="graded")
     env.reset(options={"task_id": "key-A"})
-    for agent in env.agent_iter():
+    for _agent in env.agent_iter():
         _, _, terminated, truncated, _ = env.last()
         env.step(None if terminated or truncated else "A")
     assert env.episode().returns == {"sender_0": 0.0, "receiver_1": 1.0}
@@ -138,7 +138,7 @@ def test_repair_a_round_one_review_lets_the_fixer_repair_in_round_two():
     ep = env.episode()
     assert [v["score"] for v in ep.verdicts] == [0.0, 1.0] and ep.score == 1.0
     # round 2: both agents read the review that names the key
-    for agent, obs in prompts[2:]:
+    for _agent, obs in prompts[2:]:
         assert obs["round"] == 1 and obs["feedback"] == "Review: the answer is A."
     assert ep.returns == dict.fromkeys(env.possible_agents, 1.0)
 
