@@ -12,7 +12,7 @@ A fingerprint is built from named *parts*, each the sha256 of the canonical JSON
 - ``verifier``: its name and the settings that change verdicts (``fingerprint_settings()``);
 - ``grader``: the grader version (``marft_envs.grader_version``);
 - ``rules``: horizon, feedback, reward attribution, stop rule, turn and action-length limits,
-  the rules' own version (:data:`marft_envs.flexmg.EPISODE_RULES_VERSION`) and a probe of the
+  the rules' own version (:data:`marft_envs.rules.EPISODE_RULES_VERSION`) and a probe of the
   seed -> task rule.
 
 The fingerprint's ``digest`` is the sha256 of the canonical JSON of ``{part: part digest}``, so a
@@ -33,6 +33,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
+
+from .rules import EPISODE_RULES_VERSION, task_index
 
 __all__ = [
     "FINGERPRINT_RECIPE",
@@ -163,8 +165,6 @@ def _prompt_probe() -> dict[str, Any]:
 
 def _task_choice_probe() -> list[int]:
     """The seed -> task rule on a few seeds (a change of the rule reorders evaluations)."""
-    from .flexmg import task_index
-
     return [task_index(s, k, 1009) for s in (0, 1, 12345) for k in (0, 1, 7)]
 
 
@@ -188,7 +188,6 @@ def fingerprint_content(env: Any, *, grader_version: str | None = None) -> dict[
     ``env`` is a :class:`~marft_envs.FlexMGEnv` (or a wrapper of one). ``grader_version``
     replaces the verifier's own (to recompute what a bundle graded by an older grader claims).
     """
-    from .flexmg import EPISODE_RULES_VERSION
     from .verifiers import grader_version as verifier_grader_version
 
     base = getattr(env, "unwrapped", env)

@@ -10,7 +10,6 @@ the reward is attributed (``reward_to``). The episode ends when the answer is ri
 from __future__ import annotations
 
 import copy
-import hashlib
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -28,26 +27,17 @@ from .episode import Episode, FinalView, Turn
 from .errors import require_episode
 from .fingerprint import Fingerprint, env_fingerprint
 from .prompts import chat_messages, prompt_text, transcript_text, user_text
+from .rules import task_index
 from .spaces import UnicodeText
 from .verdict import RoundPlay, Verdict, grades_rounds
 from .verifiers import FEEDBACK_MODES, get_verifier, grader_version
 from .workflow import Workflow, get_workflow
 
 REWARD_TO = ("team", "last", "answerer", "graded")
-#: The episode rules' version, part of every environment fingerprint (marft_envs.fingerprint):
-#: bump it in the same commit as a change of what reset/step do with the same settings (how the
-#: task is chosen, when an episode ends, how rewards are attributed), and bump the ids it changes.
-EPISODE_RULES_VERSION = 1
 #: Appended to the episode-ended message when a finished agent is stepped with an action.
 _DEAD_STEP_HINT = (
     " (a finished agent takes only step(None), which removes it, as agent_iter() does)"
 )
-
-
-def task_index(seed: int, episode_index: int, n: int) -> int:
-    """Per-item seeding: the task of episode k after ``reset(seed=s)`` depends on (s, k) only."""
-    digest = hashlib.sha256(f"{seed}:{episode_index}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % n
 
 
 def coerce_action(action: Any, max_chars: int) -> tuple[str, str | None]:
@@ -305,9 +295,7 @@ class FlexMGEnv(AECEnv):
         elif "task_index" in options:
             self.task = self.dataset[int(options["task_index"])]
         else:
-            self.task = self.dataset[
-                task_index(self._seed, self._episode_index, len(self.dataset))
-            ]
+            self.task = self.dataset[task_index(self._seed, self._episode_index, len(self.dataset))]
 
         self.agents = self.possible_agents[:]
         self.rewards = dict.fromkeys(self.agents, 0.0)

@@ -66,6 +66,18 @@ ALLOWED_REACH_INS: dict[str, str] = {
         "switch; pyproject bounds peft and test_fast_adapter_switch_computes_what_peft_"
         "set_adapter_computes fails if peft changes the attribute"
     ),
+    "layer._disable_adapters": (
+        "peft's LoRA layers: a checkpointed layer's recomputation must run under exactly the "
+        "adapter state of its forward, and the public enable_adapters also flips requires_grad "
+        "on every LoRA weight; test_checkpointing_gives_every_adapter_and_critic_the_same_"
+        "gradient fails if peft changes the attribute"
+    ),
+    "super()._reset_async": (
+        "OpenEnv 0.10.0's client: its sync and async clients both send through these two "
+        "coroutines and it has no public hook for server errors; serve pins openenv==0.10.0 "
+        "and tests/serve/test_serve.py fails (no EnvOrderError) if they change"
+    ),
+    "super()._step_async": "as super()._reset_async (OpenEnv 0.10.0's client)",
 }
 
 
