@@ -576,7 +576,9 @@ class FlexMGEnv(AECEnv):
     # -- records and rendering --------------------------------------------------------------------
 
     def episode(self) -> Episode:
-        """The record of the current (or just finished) episode."""
+        """The record of the current (or just finished) episode; before ``reset()`` there is
+        none (:class:`~marft_envs.errors.EnvOrderError`, as for the other methods)."""
+        require_episode("episode", has_reset=self.task is not None)
         last = self._verdicts[-1] if self._verdicts else None
         returns: dict[str, float] = dict.fromkeys(self.possible_agents, 0.0)
         for t in self._turns:

@@ -37,6 +37,7 @@ def test_aec_methods_before_reset_say_to_call_reset():
     _raises(lambda: env.messages("reasoner_0"), BEFORE.format("messages"))
     _raises(lambda: env.state(), BEFORE.format("state"))
     _raises(lambda: env.snapshot(), BEFORE.format("snapshot"))
+    _raises(lambda: env.episode(), BEFORE.format("episode"))  # not an empty record
     _raises(lambda: marft_envs.make("arith-2agent", render_mode="ansi").render(),
             BEFORE.format("render"))
 
