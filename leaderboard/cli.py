@@ -32,6 +32,8 @@ EXPORT_COLUMNS = (
     "grader_version",
     "stale",
     "unversioned",
+    "overrides",
+    "group",
     "claimed_score",
     "n_tasks",
     "n_episodes",
@@ -59,8 +61,9 @@ def _rows(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _flat(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    # rank is empty for stale rows (graded by an older grader version) and unversioned rows
-    # (stored before environment versions): neither is ranked
+    # rank counts within ``group`` (a family, a version, the settings: ``overrides``, empty for
+    # the registered ones); it is empty for stale rows (graded by an older grader version) and
+    # unversioned rows (stored before environment versions): neither is ranked
     return [{k: r[k] for k in EXPORT_COLUMNS} for r in rows]
 
 
@@ -197,6 +200,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         "#",
         "env",
         "version",
+        "settings",
         "method",
         "model",
         "team",
@@ -217,6 +221,7 @@ def cmd_show(args: argparse.Namespace) -> int:
             "-" if r["rank"] is None else str(r["rank"]),
             r["env_id"],
             "unversioned" if r["env_version"] is None else f"v{r['env_version']}",
+            r["overrides"] or "registered",
             r["method"],
             r["model"],
             str(r["team_size"]),

@@ -43,6 +43,9 @@ class Submission(Base):
     ``env_version`` (the N of ``env_id``'s ``-vN``) and ``env_fingerprint`` (the environment
     fingerprint the leaderboard re-computed and matched) are None for rows from bundles written
     before environment versions (schema 1 and 2): those rows are *unversioned*, never ranked.
+    ``env_overrides`` are the bundle's settings that differ from the registered ones
+    (``{"horizon": 2}``; ``regrade.ranking_overrides``): rows are ranked only with rows of the same
+    overrides. None (rows stored before migration 0004) reads as no overrides.
     """
 
     __tablename__ = "submissions"
@@ -59,6 +62,7 @@ class Submission(Base):
     env_fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # the digests of the fingerprint's parts, so that a re-grade re-checks the whole fingerprint
     env_fingerprint_parts: Mapped[dict[str, str] | None] = mapped_column(JSON, nullable=True)
+    env_overrides: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     env_spec: Mapped[dict[str, Any]] = mapped_column(JSON)
     dataset_name: Mapped[str] = mapped_column(String(200))
     dataset_split: Mapped[str] = mapped_column(String(200))
@@ -118,6 +122,7 @@ def submission_summary(sub: Submission) -> dict[str, Any]:
         "env_family": sub.env_family,
         "env_version": sub.env_version,
         "env_fingerprint": sub.env_fingerprint,
+        "env_overrides": dict(sub.env_overrides or {}),
         "method": sub.method,
         "model": sub.model,
         "team_size": sub.team_size,

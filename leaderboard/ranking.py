@@ -1,8 +1,11 @@
 """Leaderboard rows in ranking order: the rules that never mix graders or environment versions.
 
-Rows are ranked (``rank`` 1, 2, ...) within one *ranking group*: an environment family and one
-environment version (``arith`` at ``v1``: ``arith-2agent-v1``, ``arith-3agent-v1``, ...); a
-bundle made on ``-v1`` is ranked under v1 only, also after a ``-v2`` exists. Within a group only
+Rows are ranked (``rank`` 1, 2, ...) within one *ranking group*: an environment family, one
+environment version and one set of settings (``arith`` at ``v1`` on the registered settings:
+``arith-2agent-v1``, ``arith-3agent-v1``, ...; all ids of a family share their versions, see
+tests/envs/test_env_versions.py); a bundle made on ``-v1`` is ranked under v1 only, also after a
+``-v2`` exists, and a bundle that overrode settings (``horizon=2``) is ranked only with rows of
+the same overrides (group ``arith-v1 horizon=2``). Within a group only
 rows graded by the current grader version of their environment are ranked; rows graded by
 another version are ``stale``: listed after the ranked ones with ``rank`` None, their score shown
 with the version that produced it, until they are re-graded. Rows stored from bundles without an
@@ -11,6 +14,7 @@ environment fingerprint (before versions) are ``unversioned``: listed, never ran
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -30,12 +34,24 @@ SORT_KEYS = {
 }
 
 
+def overrides_label(overrides: Mapping[str, Any] | None) -> str:
+    """``"feedback=verdict horizon=2"`` (sorted by name; JSON values, strings bare); ``""`` for
+    none (the registered settings)."""
+    return " ".join(
+        f"{k}={v if isinstance(v, str) else json.dumps(v)}"
+        for k, v in sorted((overrides or {}).items())
+    )
+
+
 def ranking_group(row: Mapping[str, Any]) -> str:
-    """The group a row is ranked in: ``"<family>-v<N>"``, or ``"<family>-unversioned"`` for a
-    row without an environment version (those are never ranked)."""
+    """The group a row is ranked in: ``"<family>-v<N>"`` on the registered settings,
+    ``"<family>-v<N> horizon=2"`` with overrides (``env_overrides``), or
+    ``"<family>-unversioned"`` for a row without an environment version (never ranked)."""
     version = row.get("env_version")
-    suffix = "unversioned" if version is None else f"v{version}"
-    return f"{row['env_family']}-{suffix}"
+    if version is None:
+        return f"{row['env_family']}-unversioned"
+    label = overrides_label(row.get("env_overrides"))
+    return f"{row['env_family']}-v{version}" + (f" {label}" if label else "")
 
 
 def sort_rows(rows: list[dict[str, Any]], sort: str, order: str) -> list[dict[str, Any]]:
@@ -48,12 +64,13 @@ def rank_rows(
     rows: Iterable[dict[str, Any]], sort: str = "score", order: str = "desc"
 ) -> list[dict[str, Any]]:
     """Summary rows with ``current_grader_version``, ``stale``, ``unversioned``, ``group`` and
-    ``rank`` added: the current versioned rows sorted and ranked, then the stale and the
-    unversioned rows sorted the same way (``rank`` None).
+    ``rank`` added (and ``overrides``, :func:`overrides_label`): the current versioned rows
+    sorted and ranked, then the stale and the unversioned rows sorted the same way (``rank``
+    None).
 
     Ranks count within each ranking group (:func:`ranking_group`, one table on the page): the
-    families are graded by different graders (math, code), and different versions of an
-    environment show agents different things, so one ranking across either would mix them.
+    families are graded by different graders (math, code), and different versions or settings
+    of an environment show agents different things, so one ranking across either would mix them.
     """
     rows = [
         {
@@ -61,6 +78,7 @@ def rank_rows(
             **grading_status(r),
             "unversioned": r.get("env_version") is None,
             "group": ranking_group(r),
+            "overrides": overrides_label(r.get("env_overrides")),
         }
         for r in rows
     ]

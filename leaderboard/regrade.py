@@ -26,7 +26,10 @@ The rules (documented in ``docs/leaderboard.md``):
   the bundle's ``grader_version``, must equal it (:func:`check_fingerprint`); otherwise the
   bundle was played on another environment than the id it claims and is refused, naming both
   fingerprints and the parts that differ. A grade keeps the id's version, and rows are ranked
-  only against rows of the same version. A schema 3 bundle without a fingerprint, or whose
+  only against rows of the same version and the same settings: a grade keeps the bundle's
+  overrides that change the fingerprint (:func:`ranking_overrides`; ``horizon=2``), and a row
+  with overrides is ranked in a group of its own (``arith-v1 horizon=2``), never with rows on
+  the registered settings. A schema 3 bundle without a fingerprint, or whose
   fingerprint is not the digest of its parts, is refused by the schema. Older bundles (schema 1
   and 2, written before versions) are still graded, against the newest version of their id, as
   *unversioned* grades: listed, never ranked.
@@ -39,13 +42,17 @@ import os
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from leaderboard.schema import SCHEMA_VERSION, Bundle
 
 SAFE_OVERRIDES = frozenset({"split", "horizon", "feedback", "reward_to", "seed", "stop_on_correct"})
 """``make()`` keyword arguments a bundle may set differently from the registered spec."""
+
+NEUTRAL_OVERRIDES = frozenset({"seed"})
+"""Safe overrides that change nothing an agent sees or a verdict (not in the fingerprint): a
+bundle that sets them is ranked with the registered settings."""
 
 IGNORED_KWARGS = frozenset({"data_dir", "render_mode", "sandbox"})
 """Submitter-machine settings: the server uses its own (the dataset hash pins the content)."""
@@ -92,6 +99,9 @@ class Grade:
     """The N of the bundle's ``-vN`` id (None: an unversioned bundle, never ranked)."""
     env_fingerprint: str | None = None
     """The fingerprint digest re-computed and matched (None: an unversioned bundle)."""
+    env_overrides: dict[str, Any] = field(default_factory=dict)
+    """The bundle's settings that differ from the registered ones (:func:`ranking_overrides`;
+    empty: the registered settings). Rows are ranked only with rows of the same overrides."""
 
 
 def wilson_interval(p: float, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -128,6 +138,13 @@ def overrides_for(bundle: Bundle, registered_kwargs: Mapping[str, Any]) -> dict[
             f"{sorted(SAFE_OVERRIDES)}"
         )
     return {k: kwargs[k] for k in changed if k in kwargs}
+
+
+def ranking_overrides(bundle: Bundle, registered_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The bundle's overrides that change its environment (:func:`overrides_for` without
+    :data:`NEUTRAL_OVERRIDES`): ``{"horizon": 2}``; empty on the registered settings."""
+    overrides = overrides_for(bundle, registered_kwargs)
+    return {k: v for k, v in overrides.items() if k not in NEUTRAL_OVERRIDES}
 
 
 def _applicable(spec: Any, server_overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -346,7 +363,8 @@ def regrade(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None) -
         if close is not None:
             close()
     score, low, high = summarise(grades, len(eval_ids))
-    family = marft_envs.spec(bundle.env_id).family
+    spec = marft_envs.spec(bundle.env_id)
+    family = spec.family
     env_version = parse_env_id(bundle.env_id)[1] if fingerprint is not None else None
     return Grade(
         family,
@@ -358,4 +376,5 @@ def regrade(bundle: Bundle, server_overrides: Mapping[str, Any] | None = None) -
         version,
         env_version=env_version,
         env_fingerprint=fingerprint,
+        env_overrides=ranking_overrides(bundle, spec.kwargs),
     )

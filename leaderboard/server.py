@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,6 +47,11 @@ def bundle_sha256(bundle: Bundle) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def group_slug(group: str) -> str:
+    """A ranking group as an HTML id part: ``arith-v1-horizon-2`` for ``arith-v1 horizon=2``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", group)
+
+
 def to_submission(bundle: Bundle, grade: Grade, token_id: int) -> Submission:
     """The rows to store for an accepted bundle (the submission and all its episodes)."""
     sub = Submission(
@@ -59,6 +65,7 @@ def to_submission(bundle: Bundle, grade: Grade, token_id: int) -> Submission:
         env_fingerprint_parts=(
             None if bundle.fingerprint is None else dict(bundle.fingerprint.parts)
         ),
+        env_overrides=dict(grade.env_overrides),
         env_spec=bundle.env_spec,
         dataset_name=bundle.dataset.name,
         dataset_split=bundle.dataset.split,
@@ -247,21 +254,29 @@ def create_app(
             and (not method or r["method"] == method)
             and (size is None or r["team_size"] == size)
         ]
-        # Per family, per ranking group (one environment version): the ranked rows (current
-        # grader), then the stale ones, in separate tables; unversioned rows in a group of their
-        # own, never ranked.
+        # Per family, per ranking group (one environment version, one set of settings): the
+        # ranked rows (current grader), then the stale ones, in separate tables; unversioned rows
+        # in a group of their own, never ranked.
         groups: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
         for r in shown:
             group = groups[r["env_family"]].setdefault(
                 r["group"],
-                {"version": r["env_version"], "ranked": [], "stale": [], "unversioned": []},
+                {
+                    "version": r["env_version"],
+                    "overrides": "" if r["unversioned"] else r["overrides"],
+                    "slug": group_slug(r["group"]),
+                    "ranked": [],
+                    "stale": [],
+                    "unversioned": [],
+                },
             )
             kind = "unversioned" if r["unversioned"] else "stale" if r["stale"] else "ranked"
             group[kind].append(r)
 
-        def newest_first(item: tuple[str, dict[str, Any]]) -> tuple[bool, int]:
-            version = item[1]["version"]
-            return version is None, -(version or 0)  # unversioned last
+        def newest_first(item: tuple[str, dict[str, Any]]) -> tuple[bool, int, bool, str]:
+            version, overrides = item[1]["version"], item[1]["overrides"]
+            # unversioned last; per version the registered settings first, then the overrides
+            return version is None, -(version or 0), bool(overrides), overrides
 
         tables = {
             family: dict(sorted(g.items(), key=newest_first))
@@ -290,21 +305,27 @@ def create_app(
         return templates.TemplateResponse(request, "submission.html", {"s": detail(sub_id)})
 
     @app.get("/plots/{family}.png")
-    def plot(family: str, version: int | None = None) -> Response:
-        # Like the ranking, the plot shows only ranked rows: current grader, one environment
-        # version (the newest with ranked rows unless ``version`` is given).
-        rows = [r for r in leaderboard_rows(database.submissions(family=family)) if r["rank"]]
+    def plot(family: str, version: int | None = None, overrides: str = "") -> Response:
+        # Like the ranking, the plot shows only ranked rows: current grader, one ranking group
+        # (the newest version with ranked rows unless ``version`` is given; the registered
+        # settings unless ``overrides`` names a group's, as ``horizon=2``).
+        rows = [
+            r
+            for r in leaderboard_rows(database.submissions(family=family))
+            if r["rank"] and r["overrides"] == overrides
+        ]
         if version is None and rows:
             version = max(r["env_version"] for r in rows)
         rows = [r for r in rows if r["env_version"] == version]
         if not rows:
             at = "" if version is None else f" at version v{version}"
+            at += f" with {overrides}" if overrides else ""
             raise HTTPException(
                 404,
                 f"no ranked submissions (current grader, versioned environment) in environment "
                 f"family {family!r}{at}",
             )
-        title = f"{family} v{version}"
+        title = f"{family} v{version}" + (f" {overrides}" if overrides else "")
         return Response(score_by_team_size_png(rows, title=title), media_type="image/png")
 
     return app

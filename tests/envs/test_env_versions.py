@@ -31,6 +31,51 @@ def test_every_builtin_id_is_versioned() -> None:
     assert not unversioned, f"register these as Name-v1: {unversioned}"
 
 
+def family_version_problems(ids: list[str]) -> list[str]:
+    """Where the ids of a family do not share their version history: every id of a family must
+    have the family's newest version, with its versions running without gaps up to it (a team
+    size added later starts at the family's version then). The leaderboard ranks a family at
+    one version number together (``arith-v2``: ``arith-2agent-v2`` with ``arith-3agent-v2``), so
+    a version number must name one generation of the whole family: a bump bumps all its ids."""
+    by_family: dict[str, dict[str, list[int]]] = {}
+    for env_id in ids:
+        spec = marft_envs.spec(env_id)
+        if spec.version is not None:
+            by_family.setdefault(spec.family, {}).setdefault(spec.name, []).append(spec.version)
+    problems = []
+    for family, names in sorted(by_family.items()):
+        newest = max(max(v) for v in names.values())
+        for name, found in sorted(names.items()):
+            if sorted(found) != list(range(min(found), newest + 1)):
+                problems.append(
+                    f"{family}: {name} has versions {sorted(found)}, but the family is at "
+                    f"v{newest}; bump every id of {family!r} together (or name the changed ids "
+                    "another family)"
+                )
+    return problems
+
+
+def test_the_ids_of_a_family_share_their_versions() -> None:
+    assert family_version_problems(BUILTIN) == []
+
+
+def test_a_version_bump_of_one_id_of_a_family_is_caught() -> None:
+    """``arith-2agent-v2`` alone would rank with ``arith-3agent-v2`` once that exists, a
+    different generation, and its v1 rows with the other ids' v1: refused."""
+    spec = marft_envs.spec("arith-2agent")
+    marft_envs.register("arith-2agent-v2", spec.entry_point, kwargs=dict(spec.kwargs))
+    try:
+        problems = family_version_problems(sorted(marft_envs.registry))
+    finally:
+        del marft_envs.registry["arith-2agent-v2"]
+    assert problems == [
+        f"arith: arith-{n}agent has versions [1], but the family is at v2; bump every id of "
+        "'arith' together (or name the changed ids another family)"
+        for n in (3, 4)
+    ]
+    assert family_version_problems(["arith-2agent-v1", "arith-3agent-v1"]) == []
+
+
 def test_every_registered_id_keeps_its_recorded_fingerprint() -> None:
     table = load_table()
     problems = []

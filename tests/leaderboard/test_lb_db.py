@@ -24,7 +24,7 @@ def database(tmp_path):
 def test_migrations_build_exactly_the_models(database) -> None:
     with database.engine.connect() as conn:
         assert set(inspect(conn).get_table_names()) >= {"tokens", "submissions", "episodes", "alembic_version"}
-        assert conn.execute(text("select version_num from alembic_version")).scalar() == "0003"
+        assert conn.execute(text("select version_num from alembic_version")).scalar() == "0004"
         diff = compare_metadata(MigrationContext.configure(conn), Base.metadata)
     assert diff == [], f"models and migrations disagree; add an Alembic revision: {diff}"
 

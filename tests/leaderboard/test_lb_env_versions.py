@@ -174,3 +174,60 @@ def test_an_old_bundle_is_listed_as_unversioned_and_never_ranked(app, honest_bun
     assert 'id="unversioned-arith"' in page and "Unversioned" in page
     sub = client.get(f"/submissions/{legacy['id']}").text
     assert "unversioned (recorded before environment versions" in sub
+
+
+def test_a_bundle_with_overrides_is_ranked_apart_from_the_registered_settings(
+    app, tmp_path, capsys
+) -> None:
+    """horizon=2 changes the fingerprint: the row is ranked in its own group, named by its
+    overrides, shown as its own table, and the overrides are visible in the API, the submission
+    page, ``show`` and ``export``."""
+    from leaderboard.cli import main
+
+    client, database = app
+    default = play_bundle(correct=lambda i: i < 2, model="registered")  # 0.4
+    longer = play_bundle(correct=lambda i: i < 4, model="longer", horizon=2)  # 0.8
+    assert longer.fingerprint.digest != default.fingerprint.digest
+    ids = {}
+    for b in (default, longer):
+        r = _submit(client, b)
+        assert r.status_code == 201, r.text
+        ids[b.model] = r.json()["id"]
+    rows = leaderboard_rows(database.submissions(family="arith"))
+    ranked = {r["model"]: (r["group"], r["rank"], r["env_overrides"]) for r in rows}
+    assert ranked == {
+        "registered": ("arith-v1", 1, {}),
+        "longer": ("arith-v1 horizon=2", 1, {"horizon": 2}),
+    }
+    api = {r["model"]: r for r in client.get("/api/leaderboard", params={"family": "arith"}).json()}
+    assert api["longer"]["group"] == "arith-v1 horizon=2" and api["longer"]["rank"] == 1
+    assert api["longer"]["overrides"] == "horizon=2" and api["registered"]["overrides"] == ""
+    detail = client.get(f"/api/submissions/{ids['longer']}").json()
+    assert detail["env_overrides"] == {"horizon": 2}
+    page = client.get("/?family=arith").text
+    assert 'id="table-arith-v1"' in page and 'id="table-arith-v1-horizon-2"' in page
+    assert page.index('id="table-arith-v1"') < page.index('id="table-arith-v1-horizon-2"')
+    assert "overrides=horizon%3D2" in page  # the group's own plot
+    plot = client.get("/plots/arith.png", params={"version": 1, "overrides": "horizon=2"})
+    assert plot.status_code == 200
+    assert "horizon=2" in client.get(f"/submissions/{ids['longer']}").text
+
+    url = str(database.engine.url)
+    assert main(["show", "--db", url]) == 0
+    shown = capsys.readouterr().out
+    assert "horizon=2" in shown and "registered" in shown
+    assert main(["export", "csv", "--db", url]) == 0
+    header, *lines = capsys.readouterr().out.splitlines()
+    assert "overrides" in header.split(",") and "group" in header.split(",")
+    assert any("horizon=2" in line and "arith-v1 horizon=2" in line for line in lines)
+
+
+def test_grades_keep_the_overrides_that_change_the_environment() -> None:
+    from leaderboard.models import Submission, submission_summary
+
+    assert regrade(play_bundle(horizon=2, n_tasks=2)).env_overrides == {"horizon": 2}
+    assert regrade(play_bundle(n_tasks=2)).env_overrides == {}
+    assert regrade(play_bundle(n_tasks=2, seed=7)).env_overrides == {}  # the default seed: neutral
+    # rows stored before migration 0004 (NULL) have no overrides: the registered settings
+    old = Submission(env_overrides=None, env_family="arith", env_version=1)
+    assert submission_summary(old)["env_overrides"] == {}

@@ -263,6 +263,7 @@ def test_rows_stored_before_versions_are_legacy_until_regraded(tmp_path, honest_
         "env_version",
         "env_fingerprint",
         "env_fingerprint_parts",
+        "env_overrides",
     }
     with engine.begin() as conn:  # the rows a server of revision 0001 wrote
         conn.execute(
