@@ -163,8 +163,7 @@ def register(
     name, version = parse_env_id(id)
     if version is not None and id != f"{name}-v{version}":
         raise ValueError(
-            f"cannot register {id!r}: write the version without leading zeros, "
-            f"{name}-v{version}"
+            f"cannot register {id!r}: write the version without leading zeros, {name}-v{version}"
         )
     if version is not None and name in registry:
         raise ValueError(
