@@ -14,12 +14,14 @@ An outcome is ``(equal, method)`` with equal in {True, False, None} and method i
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable
 from fractions import Fraction
 
 from . import structure as st
 from .evaluate import (
+    NotReal,
     TooHard,
     Undefined,
     divide,
@@ -38,6 +40,9 @@ SHAPE = "shape"  # with equal=False: the two answers have shapes our rules do no
 UNDECIDED_METHODS = (UNPARSED, SHAPE)
 _RANK = {EXACT: 0, UNPARSED: 0, SHAPE: 0, NUMERIC: 1, SYMBOLIC: 2}
 SAMPLE_POINTS = 3
+# ExtractionConfig.real_domain: True (real functions, domains must agree: math-6), "loose" (real
+# functions, a point where one side only is real decides nothing: math-4/5), False (complex).
+REAL_DOMAIN_SETTINGS = (True, False, "loose")
 _ZERO = Fraction(0)
 _ONE = Fraction(1)
 # Errors that mean "the cheap evaluation cannot decide", never "different".
@@ -97,14 +102,19 @@ def _real_value(tree: Tree, env):
         return None
 
 
-def _point_equal(ta: Tree, tb: Tree, env, approximate: bool, real: bool = False):
+def _point_equal(
+    ta: Tree, tb: Tree, env, approximate: bool, real: bool = False, loose: bool = False
+):
     """True/False/None at one point; ``OUTSIDE`` where ``real`` and a side is not real there.
 
     With variables and no ``i`` in either answer, both are real functions: a point where one
     is not real (``\\sqrt{x}``, ``\\log x`` at negative x) is outside its domain and decides
     nothing, so ``\\log(a^2 b)`` equals ``2\\log a + \\log b`` and ``\\frac{1}{\\sqrt x}``
     equals ``\\sqrt{1/x}`` (where they are defined), while ``\\sqrt{x^2}`` (real everywhere) is
-    not ``x``. A real point where both sides differ still decides (``_real_counterexample``)."""
+    not ``x``. A real point where both sides differ still decides (``_real_counterexample``).
+    A point where exactly one side is real is a difference of domains and decides "different"
+    (math-6: ``\\ln|x|`` is not ``\\ln x``); ``loose`` (``real_domain="loose"``, the math-4/5
+    rule) lets it decide nothing."""
     a, b = _value(ta, env), _value(tb, env)
     if a is None or b is None:
         return None
@@ -113,6 +123,8 @@ def _point_equal(ta: Tree, tb: Tree, env, approximate: bool, real: bool = False)
         # 1/0 is never equal to a number; two undefined values are sympy's business
         return None if all(undefined) or env else False
     if real and (_non_real(a) or _non_real(b)):
+        if not loose and _non_real(a) != _non_real(b):
+            return False  # real on one side only: the domains differ ("\\ln|x|" vs "\\ln x")
         return OUTSIDE
     try:
         return values_equal(a, b, approximate)
@@ -175,28 +187,66 @@ _PROBE_VALUES = tuple(
     Fraction(v) for v in ("-3/2", "-2", "-1/2", "2", "1/2", "-3", "3/2", "3", "-5/2", "5/2")
 )
 PROBE_POINTS = 12
+# Seeded extra probe points (math-6): -1 and 1 with fractional values, so a negative base meets
+# an exponent that makes it real (x = -1, k = 3/2 in x^{2k/3}).
+_EXTRA_PROBE_VALUES = tuple(
+    Fraction(v) for v in ("-1", "1", "3/2", "-3/2", "1/2", "-1/2", "3", "-2", "2", "3/4", "-3/4")
+)
+EXTRA_PROBE_POINTS = 24
 
 
-def _real_counterexample(ta: Tree, tb: Tree, names, approximate: bool) -> bool:
-    """Whether some probe point has both sides real, defined and apart."""
-    return _probe(ta, tb, names, approximate)[0]
+def _real_counterexample(ta: Tree, tb: Tree, names, approximate: bool, loose: bool = False) -> bool:
+    """Whether some probe point has both sides real, defined and apart (or, unless ``loose``,
+    one side real and the other not)."""
+    return _probe(ta, tb, names, approximate, loose)[0]
 
 
 PROBES_FOR_EQUAL = 4
 
 
-def _probe(ta: Tree, tb: Tree, names, approximate: bool) -> tuple[bool, int]:
-    """(some probe point has both sides real, defined and apart; how many probe points have
-    both real, defined and equal)."""
+def _probe_points(names) -> list[dict[str, Fraction]]:
+    """The probe points: fixed combinations of ``_PROBE_VALUES``, then seeded pseudo-random
+    ones that pair negative bases with fractional values (math-6: ``(x^2)^{k/3}`` vs
+    ``x^{2k/3}`` differ at x = -1, k = 3/2, a point the combinations never reach)."""
     ordered = sorted(names)
-    agree = 0
-    for k in range(PROBE_POINTS):
-        env = {
+    points = [
+        {
             n: _PROBE_VALUES[(7 * k + 3 * i + k * i) % len(_PROBE_VALUES)]
             for i, n in enumerate(ordered)
         }
-        a, b = _real_value(ta, env), _real_value(tb, env)
+        for k in range(PROBE_POINTS)
+    ]
+    rng = random.Random(f"probe:{len(ordered)}")
+    for _ in range(EXTRA_PROBE_POINTS):
+        points.append({n: rng.choice(_EXTRA_PROBE_VALUES) for n in ordered})
+    return points
+
+
+def _real_or_not(tree: Tree, env):
+    """The value where every subexpression is real; ``OUTSIDE`` where one is not; else None."""
+    try:
+        return evaluate_real(tree, env)
+    except NotReal:
+        return OUTSIDE
+    except _UNDECIDED:
+        return None
+
+
+def _probe(ta: Tree, tb: Tree, names, approximate: bool, loose: bool = True) -> tuple[bool, int]:
+    """(some probe point has both sides real, defined and apart, or, unless ``loose``, one
+    side real and the other not; how many probe points have both real, defined and equal)."""
+    agree = 0
+    for env in _probe_points(names):
+        a, b = _real_or_not(ta, env), _real_or_not(tb, env)
         if a is None or b is None:
+            continue
+        if (a is OUTSIDE) != (b is OUTSIDE) and not loose:
+            # Real on one side only: the domains differ, unless the other side's value is real
+            # after all (a^{1/2} a^{1/2} against a: a complex factor pair, a real product).
+            other = _value(ta if a is OUTSIDE else tb, env)
+            if other is not None and not isinstance(other, Undefined) and _non_real(other):
+                return True, agree
+        if a is OUTSIDE or b is OUTSIDE:
             continue
         if _non_real(a) or _non_real(b):
             continue
@@ -214,10 +264,12 @@ class NumericJudge:
     """Leaf comparisons without sympy: bounded, in-process, never hangs.
 
     ``real_domain`` (default True, ``ExtractionConfig.real_domain``): answers without ``i``
-    are real functions, compared where both are real (see ``_point_equal``)."""
+    are real functions, compared where both are real, and "different" where only one is;
+    ``"loose"``: a point where only one is real decides nothing (see ``_point_equal``)."""
 
-    def __init__(self, real_domain: bool = True) -> None:
-        self.real_domain = real_domain
+    def __init__(self, real_domain: bool | str = True) -> None:
+        self.real_domain = bool(real_domain)
+        self.loose = real_domain == "loose"
 
     def expr(self, a: str, b: str) -> Outcome:
         if a == b:
@@ -236,18 +288,20 @@ class NumericJudge:
         results = []
         for k in range(SAMPLE_POINTS if names else 1):
             env = sample_point(names, k) if names else None
-            results.append(_point_equal(ta, tb, env, approximate, real))
+            results.append(_point_equal(ta, tb, env, approximate, real, self.loose))
             if results[-1] is False:
                 return False, method
         inside = [r for r in results if r is not OUTSIDE]
         if len(inside) >= min(2, len(results)) and all(r is True for r in inside):
-            if len(inside) < len(results) and _real_counterexample(ta, tb, names, approximate):
+            if len(inside) < len(results) and _real_counterexample(
+                ta, tb, names, approximate, self.loose
+            ):
                 return False, method  # "(a^b)^c" vs "a^{bc}": apart where both are real
             return True, method
         if real and len(inside) < 2 and all(r is True for r in inside):
             # Real at fewer than two sample points ("(-1)^n \\cos^n x", "((x-2)^3)^k" at
             # non-integer exponents): the probe points, where both may be real, decide.
-            apart, agree = _probe(ta, tb, names, approximate)
+            apart, agree = _probe(ta, tb, names, approximate, self.loose)
             if apart:
                 return False, method
             if agree >= PROBES_FOR_EQUAL:
@@ -498,6 +552,29 @@ def _set_variable(p, r) -> str | None:
     return next(iter(names)) if len(names) == 1 else None
 
 
+_FUNCTION_VALUE = re.compile(r"^[A-Za-z]\([A-Za-z]\)$")
+
+
+def _relation_names(rel: st.Relation) -> frozenset[str] | None:
+    """The variables of a relation (``f(x)`` standing alone is one name), None if unreadable."""
+    names: set[str] = set()
+    for part in rel.parts:
+        if _FUNCTION_VALUE.match(part):
+            names.add(part)
+            continue
+        try:
+            names |= free_symbols(parse_latex(part))
+        except LatexError:
+            return None
+    return frozenset(names)
+
+
+def _same_names(p: st.Relation, r: st.Relation) -> bool:
+    """Whether two relations are about the same variables (True when a side is unreadable)."""
+    a, b = _relation_names(p), _relation_names(r)
+    return a is None or b is None or a == b
+
+
 _STRICT = {"<": True, ">": True, "<=": False, ">=": False}
 
 
@@ -565,6 +642,8 @@ def compare(p, r, judge) -> Outcome:
             if outcome[0] is not False:
                 return outcome
     if tp is st.Relation and tr is st.Relation:
+        if not _same_names(p, r):
+            return False, EXACT  # "x > 1" vs "y > 1": sets of different variables (math-6)
         outcome = _relations(p, r, judge)
         if outcome[0] is False:
             outcome = _relations(st.flip(p), r, judge)
@@ -667,12 +746,12 @@ def equivalent(pred: str, ref: str, judge) -> Outcome:
         return False, UNPARSED
 
 
-NUMERIC_JUDGES = {True: NumericJudge(True), False: NumericJudge(False)}
+NUMERIC_JUDGES = {k: NumericJudge(k) for k in REAL_DOMAIN_SETTINGS}
 
 
-def fast_compare(pred: str, ref: str, real_domain: bool = True) -> Outcome:
+def fast_compare(pred: str, ref: str, real_domain: bool | str = True) -> Outcome:
     """The in-process cascade (exact, numeric); ``None`` means "needs sympy"."""
-    return equivalent(pred, ref, NUMERIC_JUDGES[bool(real_domain)])
+    return equivalent(pred, ref, NUMERIC_JUDGES[real_domain])
 
 
 MATH_VERIFY = "math-verify"
@@ -685,7 +764,7 @@ def full_compare(
     answer: str | None = None,
     reference: str | None = None,
     mv_seconds: int | None = None,
-    real_domain: bool = True,
+    real_domain: bool | str = True,
 ) -> Outcome:
     """The whole cascade: our rules with sympy, then math-verify. Runs in the worker process.
 

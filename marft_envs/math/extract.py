@@ -94,16 +94,22 @@ class ExtractionConfig:
     unfinished_fallback: bool = False
     chat_markers: tuple[str, ...] = field(default=_CHAT_MARKERS)
     # A comparison option carried here so one config reaches every step: expressions without
-    # ``i`` are real functions, and a sample point where a side is not real (``\\sqrt{x}``,
-    # ``\\log x`` at negative x) is outside their domain (``\\log(a^2 b) = 2\\log a + \\log b``).
-    # False compares complex values there too (both sides must agree for negative x).
-    real_domain: bool = True
+    # ``i`` are real functions, and a sample point where neither side is real is outside their
+    # domain (``\\frac{1}{\\sqrt x} = \\sqrt{1/x}``); one where only one side is real is a
+    # difference of domains (math-6: ``\\ln|x| != \\ln x``). ``"loose"`` lets such a point decide
+    # nothing (the math-4/5 rule: ``\\log(a^2 b) = 2\\log a + \\log b``, but also
+    # ``\\ln|x| = \\ln x``). False compares complex values everywhere.
+    real_domain: bool | str = True
 
     def __post_init__(self) -> None:
         unknown = set(self.languages) - set(_ANSWER_WORDS)
         if unknown:
             raise ValueError(
                 f"unknown answer languages {sorted(unknown)}; valid: {sorted(_ANSWER_WORDS)}"
+            )
+        if self.real_domain not in (True, False, "loose"):
+            raise ValueError(
+                f"real_domain must be True, False or 'loose', got {self.real_domain!r}"
             )
         bad = [c for c in self.choices if not re.fullmatch(r"[A-Za-z0-9]", c)]
         if bad:
@@ -413,13 +419,27 @@ _NEGATION = re.compile(
 )
 
 
+# A letter in a formula is a symbol, not a choice (math-6): an operator after it ("E*2",
+# "E \\cdot 2", "A+B", "A^2", "C/2", "B-1", "A_1", "(E)*2"); "C - Carol" (a dash before a word)
+# and "C. Carol" still name C. No operator can come before it: the letter opens the answer.
+_FORMULA_AFTER = (
+    r"(?![A-Za-z0-9_'])(?!\s*(?:[*^/+=<>\u00d7\u00b7\u00f7]|-\s*(?:[0-9(\\{]|[A-Za-z](?![A-Za-z]))"
+    r"|\\(?:cdot|times|div|ast|pm|mp|circ|sqrt|frac|le|ge|ne|leq|geq|neq|lt|gt)(?![A-Za-z])))"
+)
+_ANSWER_LETTER = re.compile(
+    rf"^(?:option\s+|choice\s+)?(?:\(([A-Za-z])\)|\(?([A-Za-z])(?!\))){_FORMULA_AFTER}",
+    re.IGNORECASE,
+)
+
+
 def _letter_in(answer: str, choices: tuple[str, ...]) -> str | None:
     """The choice letter an anchored answer names ("(C)", "C. Carol", "\\text{(C)}")."""
     s = re.sub(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}", r"\1", answer).strip()
     s = s.strip("$*").strip()
-    m = re.match(r"^(?:option\s+|choice\s+)?\(?([A-Za-z])\)?(?![A-Za-z])", s, re.IGNORECASE)
-    if m and m.group(1) in choices:
-        return m.group(1)
+    m = _ANSWER_LETTER.match(s)
+    letter = m and (m.group(1) or m.group(2))
+    if letter and letter in choices:
+        return letter
     return None
 
 
@@ -441,10 +461,11 @@ def _mcq_in_prose(text: str, choices: tuple[str, ...]) -> str | None:
     unnegated = _UPRIGHT.sub(r"\1", unnegated.replace("**", " "))
     unnegated = re.sub(r"\\(?:cdot|times)(?![A-Za-z])", "*", unnegated)
     standalone = re.compile(
-        rf"(?<![A-Za-z0-9\\*^/_])(?<![*^/]\s)\(?([{keys}])\)?(?!\s?[*^/])(?![A-Za-z0-9'_])"
+        rf"(?<![A-Za-z0-9\\*^/_+-])(?<![*^/+]\s)(?:\(([{keys}])\)|\(?([{keys}])(?!\)))"
+        r"(?!\s?(?:[*^/+=]|-\s*(?:[0-9(\\{]|[A-Za-z](?![A-Za-z]))))(?![A-Za-z0-9'_])"
     )
     last = _last_match(standalone, unnegated)
-    return last.group(1) if last else None
+    return (last.group(1) or last.group(2)) if last else None
 
 
 def extract(

@@ -152,9 +152,91 @@ _ASCII_PI = re.compile(r"%pi(?![A-Za-z])|(?<![\\A-Za-z])pi(?![A-Za-z])")
 _MAXIMA_E = re.compile(r"%e(?![A-Za-z])")
 
 
+# The right operand of a Python "**": signs, then a number, a letter, pi, a call with its
+# parentheses, a LaTeX command with its arguments, or a bracketed group.
+_POW_NUMBER = re.compile(r"\d+(?:\.\d*)?|\.\d+")
+_POW_NAME = re.compile(r"%?[A-Za-z_][A-Za-z0-9_]*|\\[A-Za-z]+")
+_POW_CLOSE = {"(": ")", "[": "]", "{": "}"}
+_POW_MAX_DEPTH = 20
+
+
+def _group_end(s: str, i: int) -> int | None:
+    """The index after the bracket that closes the one at ``s[i]``, or None."""
+    opener, closer = s[i], _POW_CLOSE[s[i]]
+    depth = 0
+    for j in range(i, len(s)):
+        if s[j] == opener:
+            depth += 1
+        elif s[j] == closer:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return None
+
+
+def _power_operand_end(s: str, i: int) -> int | None:
+    """The index after the right operand of a ``**`` that ends at ``i``, or None."""
+    while i < len(s) and s[i] in " +-":
+        i += 1
+    if i >= len(s):
+        return None
+    if s[i] in _POW_CLOSE:
+        return _group_end(s, i)
+    m = _POW_NUMBER.match(s, i) or _POW_NAME.match(s, i)
+    if not m:
+        return None
+    word, stop = m.group(), m.end()
+    if word.startswith("\\"):  # \frac{1}{2}, \sqrt[3]{x}: the command's arguments
+        end: int | None = stop
+        while end is not None and end < len(s) and s[end] in "[{":
+            end = _group_end(s, end)
+        return end
+    if stop < len(s) and s[stop] == "(" and not word[0].isdigit():  # a call: sqrt(2)
+        return _group_end(s, stop)
+    if word[0].isalpha() and len(word) > 1 and word != "pi":
+        return None  # a word ("**5** and **6**", markdown bold), not an operand
+    return stop
+
+
+def _python_powers(s: str, depth: int = 0) -> str:
+    """``**`` -> ``^``, grouped to the right as Python, sympy and Maxima group it (math-6):
+    ``2**3**2`` is ``2^{3^2}`` (512), not ``(2^3)^2``; a single ``**`` is a plain ``^``."""
+    out = []
+    i = 0
+    while True:
+        j = s.find("**", i)
+        if j < 0:
+            out.append(s[i:])
+            return "".join(out)
+        out.append(s[i:j])
+        spans = []  # the operands of the chain "a ** b1 ** b2 ** ..." after its first "**"
+        start = j + 2
+        while True:
+            end = _power_operand_end(s, start)
+            if end is None:
+                break
+            spans.append((start, end))
+            after = end
+            while after < len(s) and s[after] == " ":
+                after += 1
+            if not s.startswith("**", after):
+                break
+            start = after + 2
+        if len(spans) < 2 or depth >= _POW_MAX_DEPTH:
+            out.append("^")
+            i = j + 2
+            continue
+        parts = [_python_powers(s[a:b].strip(), depth + 1) for a, b in spans]
+        chain = parts[-1]
+        for part in reversed(parts[:-1]):
+            chain = f"{part}^{{{chain}}}"
+        out.append(f"^{{{chain}}}")
+        i = spans[-1][1]
+
+
 def _programming_syntax(s: str) -> str:
     if "**" in s:
-        s = s.replace("**", "^")
+        s = _python_powers(s)
     if ":=" in s:
         s = s.replace(":=", "=")  # Maxima's function definition "f(x):=x^2"
     if "%" in s:

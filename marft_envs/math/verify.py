@@ -79,7 +79,7 @@ class _Pending:
         pred: str,
         ref: str,
         reference: str,
-        real_domain: bool = True,
+        real_domain: bool | str = True,
     ) -> None:
         self.start, self.answer, self.source = start, answer, source
         self.pred, self.ref, self.reference = pred, ref, reference

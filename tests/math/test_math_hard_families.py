@@ -32,9 +32,7 @@ from marft_envs.math.normalize import normalize
         ("cos(x)^2+sin(x)^2", "1"),
         ("\\tan x \\cos x", "\\sin x"),
         ("\\frac{(k+2)!}{k!}", "(k+2)(k+1)"),
-        ("log(a^2*b)", "2\\log a+\\log b"),
-        ("1/sqrt(x)", "\\sqrt{1/x}"),
-        ("(-1)^n \\cos^n x", "(-\\cos x)^n"),  # real only at the probe points (integer n)
+        ("1/sqrt(x)", "\\sqrt{1/x}"),  # neither side real at negative x
         ("((x-2)^3)^k", "(x-2)^{3k}"),
         ("f(t)=t^2", "f(x)=x^2"),
         ("f(y):=y^2", "f(x)=x^2"),
@@ -56,9 +54,9 @@ def test_equivalent(pred: str, gold: str) -> None:
     [
         # the two false "equal"s of the issue
         ("1:2:3:\\ldots", "1:3:5:\\ldots"),
-        ("\\mathrm{E}*2", "E"),
-        ("2\\mathrm{E}", "E"),
-        ("\\mathrm{E} \\cdot 2", "E"),
+        ("\\boxed{\\mathrm{E}*2}", "E"),  # boxed: the box is read (bare, it gives no answer)
+        ("\\boxed{2\\mathrm{E}}", "E"),
+        ("\\boxed{\\mathrm{E} \\cdot 2}", "E"),
         # near misses of the new rules
         ("1=1", "x=1"),
         ("(a^b)^c", "a^{bc}"),  # equal for a > 0 only: (-1)^2)^(1/2) = 1, (-1)^1 = -1
@@ -94,12 +92,33 @@ def test_programming_syntax_normalises_to_latex() -> None:
 
 
 def test_real_domain_option() -> None:
-    """Default: a point where a side is not real is outside the answers' domain. Off: the
-    complex values there must agree too."""
-    assert verify("\\log(x^2)", "2\\log x").correct
+    """Default (math-6): a point where neither side is real is outside the answers' domain, one
+    where only one side is real is a difference of domains. ``"loose"`` (the math-4/5 rule):
+    such a point decides nothing. Off: the complex values must agree everywhere."""
+    assert verify("1/sqrt(x)", "\\sqrt{1/x}").correct
+    assert not verify("\\log(x^2)", "2\\log x").correct  # log(x^2) is real at negative x
+    loose = ExtractionConfig(real_domain="loose")
+    assert verify("\\log(x^2)", "2\\log x", config=loose).correct
     off = ExtractionConfig(real_domain=False)
     assert not verify("\\log(x^2)", "2\\log x", config=off).correct
+    assert not verify("1/sqrt(x)", "\\sqrt{1/x}", config=off).correct
     assert not verify("\\sqrt{x^2}", "x", config=off).correct
+    with pytest.raises(ValueError, match="real_domain"):
+        ExtractionConfig(real_domain="strict")
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ("log(a^2*b)", "2\\log a+\\log b"),  # log(a^2 b) is real at a < 0 < b, the other side not
+        ("(-1)^n \\cos^n x", "(-\\cos x)^n"),  # equal for integer n only
+    ],
+)
+def test_equal_only_with_loose_real_domain(pred: str, gold: str) -> None:
+    """Accepted under math-4/5 (``real_domain="loose"``); the default rejects them: their real
+    domains differ."""
+    assert not verify(pred, gold).correct
+    assert verify(pred, gold, config=ExtractionConfig(real_domain="loose")).correct
 
 
 def test_hard_families_rows_meet_the_bars() -> None:
