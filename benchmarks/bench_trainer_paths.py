@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch
 
 from baselines.core.config import load_config
+from baselines.core.gradients import randomise_value_heads, record_step_gradients
 from baselines.core.models import build_char_tokenizer, build_tiny_model
 from baselines.trainer import Trainer
 
@@ -64,18 +65,8 @@ def one_iteration(checkpointing: bool, args) -> tuple[dict[str, torch.Tensor], d
     )
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(cfg, tmp, base=(model, tok))
-        with torch.no_grad():  # value heads start at zero: no critic gradient to compare
-            init = torch.Generator().manual_seed(args.seed)
-            for head in trainer.critics.heads.values():
-                for p in head.parameters():
-                    p.copy_(torch.randn(p.shape, generator=init) * 0.5)
-        grads: dict[str, list[torch.Tensor]] = {}
-        for key, opt in trainer.optimizers.items():
-            for p in (p for g in opt.param_groups for p in g["params"]):
-                # the gradient the optimiser steps with (before clipping), recorded as it lands
-                p.register_post_accumulate_grad_hook(
-                    lambda p, key=key: grads.setdefault(key, []).append(p.grad.detach().clone())
-                )
+        randomise_value_heads(trainer.critics.heads.values(), seed=args.seed)
+        grads = record_step_gradients(trainer.optimizers)
         torch.manual_seed(args.seed)
         metrics = trainer.step()
         trainer.close()

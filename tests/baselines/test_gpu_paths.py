@@ -10,6 +10,7 @@ import torch
 
 from baselines.core.config import ConfigError, load_config
 from baselines.core.generation import HFGenerator, SamplingSpec, render_prompts
+from baselines.core.gradients import randomise_value_heads, record_step_gradients
 from baselines.core.models import (
     AdapterModel,
     LoraSpec,
@@ -58,17 +59,8 @@ def one_step_gradients(tmp_path, preset, extra, checkpointing: bool) -> dict[str
         [*extra, f"model.gradient_checkpointing={str(checkpointing).lower()}",
          "algo.minibatch_size=16", "algo.ppo_epochs=1", "algo.ent_coef=0.01"],
     )
-    with torch.no_grad():  # value heads start at zero, which gives a critic's adapter no gradient
-        init = torch.Generator().manual_seed(0)
-        for head in tr.critics.heads.values():
-            for p in head.parameters():
-                p.copy_(torch.randn(p.shape, generator=init) * 0.5)
-    grads: dict[str, list[torch.Tensor]] = {}
-    for key, opt in tr.optimizers.items():
-        for p in (p for g in opt.param_groups for p in g["params"]):
-            p.register_post_accumulate_grad_hook(
-                lambda p, key=key: grads.setdefault(key, []).append(p.grad.detach().clone())
-            )
+    randomise_value_heads(tr.critics.heads.values(), seed=0)
+    grads = record_step_gradients(tr.optimizers)
     torch.manual_seed(0)
     tr.step()
     tr.close()
