@@ -290,7 +290,7 @@ class DockerSandbox(Sandbox):
         out, err, outcome = _read_frames(
             container.raw,
             start + job.timeout + _OUTER_GRACE,
-            {_STDOUT: lim.output_bytes + trailer_cap, _STDERR: lim.output_bytes},
+            {_STDOUT: lim.output_bytes + trailer_cap, _STDERR: lim.output_bytes + len(nonce)},
             nonce,
         )
         elapsed = time.monotonic() - start
@@ -371,6 +371,11 @@ def _read_frames(
     """Demultiplex docker's attach stream until the supervisor's trailer, EOF, the deadline,
     or a stream over its cap. Returns (stdout, stderr, outcome), outcome being "report",
     "eof", "deadline" or "overflow". Never holds more than cap + one frame per stream.
+
+    The report is complete when both streams have their end mark: the ``nonce...nonce`` trailer
+    on stdout and the nonce on stderr (removed from what is returned). Docker reads the two
+    pipes separately, so a program's last stderr bytes can arrive after the stdout trailer; the
+    supervisor writes the stderr mark after the program and its children are gone.
     """
     bufs = {_STDOUT: bytearray(), _STDERR: bytearray()}
     pending = bytearray()
@@ -396,7 +401,6 @@ def _read_frames(
         if not chunk:
             return done("eof")
         pending += chunk
-        got_stdout = False
         while len(pending) >= 8:
             stream, size = pending[0], struct.unpack(">I", pending[4:8])[0]
             if len(pending) < 8 + size:
@@ -406,13 +410,13 @@ def _read_frames(
             if len(buf) <= cap:
                 buf += pending[8 : 8 + min(size, cap + 1 - len(buf))]
             del pending[: 8 + size]
-            got_stdout = got_stdout or stream == _STDOUT
             if len(buf) > cap:
                 return done("overflow")
         if len(pending) > 8 + (1 << 20) + max(caps.values()):
             return done("overflow")
-        out = bufs[_STDOUT]
-        if got_stdout and out.endswith(nonce) and out.count(nonce) >= 2:
+        out, err = bufs[_STDOUT], bufs[_STDERR]
+        if out.endswith(nonce) and out.count(nonce) >= 2 and err.endswith(nonce):
+            del err[-len(nonce) :]
             return done("report")
 
 

@@ -15,7 +15,7 @@ each job the supervisor
    forked), waits until they are gone;
 4. collects the files the program wrote and wipes /work, /tmp and /dev/shm
    (again as uid 65534 in a helper);
-5. prints a trailer ``<nonce><base64 JSON><nonce>`` on stdout.
+5. prints a trailer ``<nonce><base64 JSON><nonce>`` on stdout, then ``<nonce>`` on stderr.
 
 With ``"warm": true`` in the header, step 1 instead hands the job to a warm parent
 (``warm.py``, whose source is this file's first argument): a uid-65534 interpreter, started
@@ -419,6 +419,10 @@ def main():
         )
         while trailer:
             trailer = trailer[os.write(1, trailer) :]
+        # stderr's end mark: docker relays the two pipes separately, so the host waits for both
+        mark = header["nonce"].encode()
+        while mark:
+            mark = mark[os.write(2, mark) :]
 
 
 if __name__ == "__main__":
