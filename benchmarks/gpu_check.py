@@ -335,7 +335,8 @@ def main() -> int:
         f"PPO update: {args.update_seqs} sequences x ({args.update_prompt_tokens} + "
         f"{args.update_new_tokens}) tokens, {per_step * 1e3:.1f} ms per step = "
         f"{per_step / tokens * 1e6:.3g} us per token; {flops / per_step / 1e12:.3g} TFLOP/s = "
-        f"MFU {flops / per_step / measured:.1%} of the measured {args.dtype} matmul peak "
+        # three significant digits, not one decimal: a tiny model on a loaded CPU is < 0.05%
+        f"MFU {100 * flops / per_step / measured:.3g}% of the measured {args.dtype} matmul peak "
         f"({measured / 1e12:.3g} TFLOP/s)"
     )
     known = published_peak(device)
