@@ -383,7 +383,10 @@ def _read_frames(
 
     def done(outcome: str) -> tuple[bytes, bytes, str]:
         sock.setblocking(True)
-        return bytes(bufs[_STDOUT]), bytes(bufs[_STDERR]), outcome
+        err = bufs[_STDERR]
+        if err.endswith(nonce):  # the supervisor's end mark, never the program's output
+            del err[-len(nonce) :]
+        return bytes(bufs[_STDOUT]), bytes(err), outcome
 
     while True:
         left = deadline - time.monotonic()
@@ -415,8 +418,7 @@ def _read_frames(
         if len(pending) > 8 + (1 << 20) + max(caps.values()):
             return done("overflow")
         out, err = bufs[_STDOUT], bufs[_STDERR]
-        if out.endswith(nonce) and out.count(nonce) >= 2 and err.endswith(nonce):
-            del err[-len(nonce) :]
+        if out.endswith(nonce) and err.endswith(nonce) and out.count(nonce) >= 2:
             return done("report")
 
 
