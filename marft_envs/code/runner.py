@@ -5,10 +5,11 @@ imports the same file for :func:`encode` and :func:`decode`, so the wire format 
 implementation. See docs/code_envs.md ("The harness") for the threat model.
 
 The runner reads one request from stdin: a first line holding a per-run random nonce, then
-``{"program": str, "setup": str, "calls": [...]}`` written by the host as a Python literal
-(``repr``; the runner evaluates it with no builtins: it is host data, and this avoids
-importing ``json`` and ``re`` in every run). Records go back as JSON, written with the C
-string quoting of ``_json``. It then
+``{"program": str, "setup": str, "calls": [...]}`` written by the host with ``marshal``
+(format 4: plain str/int/bool/None/list/dict data; it is host data, and ``marshal`` is built
+in, so no ``json`` import and no parser run per execution: ``eval`` of a literal cost ~0.4 ms
+in a freshly forked child). Records go back as JSON, written with the C string quoting of
+``_json``. It then
 
 1. keeps a private duplicate of stdout as the result channel, and points fds 0/1/2 at
    ``/dev/null`` so that whatever the program prints never reaches the channel;
@@ -270,11 +271,12 @@ def _describe(exc):
 
 def main():
     """Entry point inside the sandbox (see the module docstring)."""
+    import marshal
     import os
 
     raw = sys.stdin.buffer.read()
     nonce, _, payload = raw.partition(b"\n")
-    request = eval(payload.decode("utf-8", "surrogatepass"), {"__builtins__": {}})  # host data
+    request = marshal.loads(payload)  # host data (see the module docstring)
     channel = os.fdopen(os.dup(1), "wb", buffering=0)
     write = channel.write
 

@@ -10,6 +10,7 @@ the session's ``program_failure`` instead.
 from __future__ import annotations
 
 import json
+import marshal
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,9 +96,9 @@ def run_round(
     keys = list(requests)
     calls = [dict(requests[k], id=i) for i, k in enumerate(keys)]
     nonce = secrets.token_hex(16)
-    # A Python literal of str/int/bool/list/dict (see runner.py): the runner needs no json.
-    payload = repr({"program": program, "setup": setup, "calls": calls})
-    res = sandbox.run(runner_source(), stdin=nonce + "\n" + payload, timeout=timeout)
+    # marshal of str/int/bool/list/dict (see runner.py): no parser runs in the sandbox.
+    payload = marshal.dumps({"program": program, "setup": setup, "calls": calls}, 4)
+    res = sandbox.run(runner_source(), stdin=nonce.encode() + b"\n" + payload, timeout=timeout)
     result.elapsed += res.elapsed
     result.backend = getattr(res, "backend", "") or getattr(sandbox, "name", "")
     result.exec_status = res.status.value if hasattr(res.status, "value") else str(res.status)

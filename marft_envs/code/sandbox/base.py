@@ -135,7 +135,9 @@ class SandboxLike(Protocol):
 
     name: str
 
-    def run(self, program: str, *, stdin: str = "", timeout: float | None = None) -> ExecResult:
+    def run(
+        self, program: str, *, stdin: str | bytes = "", timeout: float | None = None
+    ) -> ExecResult:
         """Run ``program`` once with ``stdin`` under a wall-clock ``timeout`` (seconds)."""
         ...
 

@@ -29,8 +29,13 @@ _CHUNK = 1 << 16
 
 
 def preload_program(source: str) -> None:
-    """Have warm parents started from now on compile the trusted program ``source`` once, so
-    that runs whose program is exactly ``source`` (the harness's runner) skip compiling it."""
+    """Have warm parents started from now on load the trusted program ``source`` once, so that
+    runs whose program is exactly ``source`` (the harness's runner) skip compiling it and
+    running its module body.
+
+    ``source`` must end its ``__main__`` block with ``main()`` then ``os._exit(0)``: a warm
+    child runs exactly that on the module the parent loaded (a ``source`` without ``main``
+    is only compiled)."""
     if source not in _TRUSTED:
         _TRUSTED.append(source)
 
