@@ -12,7 +12,9 @@ round's later agents play one sampled response each along the branch to get ther
 continuation turns are generated, counted in ``generated_tokens``, and not trained on: no
 sibling shares their prompt). The episode then continues from the selected branch's state right
 after its action (best by reward, ties to the first sampled; or the first). Groups are keyed
-``(problem, round, agent)``, so a group's ``K`` samples share one prompt.
+``(problem, round, agent)``, so a group's ``K`` samples share one prompt. The tree is held as
+snapshot nodes and its moves are played by a :class:`~baselines.core.branching.BranchPool`
+(environments here, or the worker group's shards: ``train.workers=ray`` branches on Ray).
 
 MAGRPO (CoMLRL, ``joint_mode=aligned``): ``K`` whole episodes per problem, the team reward of
 each (the sum of its rounds' verdict scores); every turn of an episode shares its advantage and
@@ -23,15 +25,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 
-from marft_envs import EnvSnapshot, Episode, FlexMGEnv
+from marft_envs import Episode, FlexMGEnv
 
 from . import algos
 from .advantages import round_rewards
+from .branching import BranchPool, EnvListPool, EnvNode
 from .generation import Generator, SamplingSpec
 from .rollout import Rollout, TurnSample, collect
 
@@ -97,19 +101,14 @@ class _TimedGenerator:
 class _Branch:
     problem: int
     k: int
-    after: EnvSnapshot  # the state right after the branch's own action
+    after: EnvNode  # the state right after the branch's own action
     turn: int  # index of the branch's turn in the episode record
     role: str
     round: int
     graded_before: int  # verdicts before the branch acted
-    cursor: EnvSnapshot | None = None  # where its continuation stands
+    cursor: EnvNode | None = None  # where its continuation stands
     score: float = 0.0
     infra: bool = False
-
-
-def _done(env: FlexMGEnv) -> bool:
-    a = env.agent_selection
-    return not env.agents or env.terminations[a] or env.truncations[a]
 
 
 def _sample(problem, index, agent, role, rnd, out, j, state, reward) -> TurnSample:
@@ -130,7 +129,7 @@ def _sample(problem, index, agent, role, rnd, out, j, state, reward) -> TurnSamp
 
 
 def tree_rollout(
-    envs: Sequence[FlexMGEnv],
+    pool: BranchPool | Sequence[FlexMGEnv],
     generator: Generator,
     adapter_for: Callable[[str], str | None],
     problems: Sequence[tuple[int, str]],
@@ -138,16 +137,31 @@ def tree_rollout(
     sampling: SamplingSpec,
     select: str = "best",
 ) -> GroupBatch:
-    """AT-GRPO's tree sampling (module docstring) of ``problems`` (``(seed, task_id)``), one
-    environment of ``envs`` per problem; ``group_size`` = K branches per node.
+    """AT-GRPO's tree sampling (module docstring) of ``problems`` (``(seed, task_id)``);
+    ``group_size`` = K branches per node.
 
-    One ``generate`` per node serves every problem waiting on that agent (K copies of each
-    prompt), and one per continuation step. A branch whose round ended in an infrastructure
-    error is not trained on and never selected while a sibling is not one; an episode that
-    ends in one is dropped and counted (``stats["infra_errors"]``), as in :func:`collect`.
+    ``pool`` plays the moves (:class:`~baselines.core.branching.BranchPool`): a worker group of
+    :mod:`baselines.distributed` (in-process or Ray workers), or a list of environments of
+    this process, one per problem (:class:`~baselines.core.branching.EnvListPool`). The same
+    problems, generator and seed give the same batch on every pool: the tree is scheduled
+    here, and a move depends only on its node's snapshot and its action.
+
+    Each node serves the agent the pool's scheduler picks among the active problems
+    (:meth:`marft_envs.VectorScheduler.choose_agent`; the problems move in step, so it is the
+    agent they all wait on). One ``generate`` per node serves every problem waiting on that
+    agent (K copies of each prompt), and one per continuation step; one ``advance`` of the pool
+    plays each. A branch whose round ended in an infrastructure error is not trained on and
+    never selected while a sibling is not one; an episode that ends in one is dropped and
+    counted (``stats["infra_errors"]``), as in :func:`collect`.
     """
-    if len(envs) < len(problems):
-        raise ValueError(f"{len(problems)} problems need as many environments, got {len(envs)}")
+    if isinstance(pool, Sequence):
+        pool = EnvListPool(pool)
+    if not isinstance(pool, BranchPool):
+        raise TypeError(
+            "tree_rollout plays its moves on a BranchPool (a worker group of "
+            f"baselines.distributed, an EnvListPool) or a list of environments, got "
+            f"{type(pool).__name__}"
+        )
     if group_size < 2:
         raise ValueError(f"group_size must be >= 2 (K branches per node), got {group_size}")
     if select not in ("best", "first"):
@@ -155,9 +169,9 @@ def tree_rollout(
     K = group_size
     timer = _TimedGenerator(generator)
     generator = timer
-    # a pool larger than the problems is allowed (checked above): its extra envs stay unused
-    for env, (seed, task_id) in zip(envs, problems, strict=False):
-        env.reset(seed=seed, options={"task_id": task_id})
+    nodes = pool.start(problems)
+    if len(nodes) != len(problems):
+        raise ValueError(f"the pool started {len(nodes)} of {len(problems)} problems")
     active = list(range(len(problems)))
     counters = [0] * len(problems)
     samples: list[TurnSample] = []
@@ -165,35 +179,30 @@ def tree_rollout(
     scores: list[float] = []
     main: dict[int, list[TurnSample]] = {p: [] for p in active}
     finished: dict[int, Episode] = {}
-    tokens = calls = 0
+    tokens = calls = served = 0
     while active:
-        agent = envs[active[0]].agent_selection
-        node = [p for p in active if envs[p].agent_selection == agent]
-        roots = {p: envs[p].snapshot() for p in node}
-        states = {p: envs[p].state() for p in node}
-        graded = {p: len(envs[p].episode().verdicts) for p in node}
-        turn_at = {p: len(envs[p].episode().turns) for p in node}
+        agent = pool.choose_agent(Counter(nodes[p].agent for p in active))
+        node = [p for p in active if nodes[p].agent == agent]
         order = [(p, k) for p in node for k in range(K)]
         out = generator.generate(
-            adapter_for(agent), [envs[p].messages(agent) for p, _ in order], sampling
+            adapter_for(agent), [nodes[p].messages for p, _ in order], sampling
         )
-        calls += 1
+        calls, served = calls + 1, served + len(order)
         tokens += sum(len(a) for a in out.action_ids)
+        afters = pool.advance([(nodes[p], out.texts[j]) for j, (p, _) in enumerate(order)])
         branches: list[_Branch] = []
-        for j, (p, k) in enumerate(order):
-            envs[p].restore(roots[p])
-            envs[p].step(out.texts[j])
-            after = envs[p].snapshot()
-            played = envs[p].episode().turns[turn_at[p]]
-            branches.append(
-                _Branch(p, k, after, turn_at[p], played.role, played.round, graded[p], after)
-            )
-        t, c = _continue_to_grading(envs, generator, adapter_for, branches, sampling)
-        tokens, calls = tokens + t, calls + c
+        for (p, k), after in zip(order, afters, strict=True):
+            at = len(nodes[p].episode.turns)
+            played = after.episode.turns[at]
+            graded = len(nodes[p].episode.verdicts)
+            branches.append(_Branch(p, k, after, at, played.role, played.round, graded, after))
+        t, c, n = _continue_to_grading(pool, generator, adapter_for, branches, sampling)
+        tokens, calls, served = tokens + t, calls + c, served + n
         for j, (b, (p, _k)) in enumerate(zip(branches, order, strict=True)):
             if b.infra:
                 continue
-            sample = _sample(p, counters[p], agent, b.role, b.round, out, j, states[p], b.score)
+            state = nodes[p].state
+            sample = _sample(p, counters[p], agent, b.role, b.round, out, j, state, b.score)
             counters[p] += 1
             samples.append(sample)
             groups.append((p, b.round, agent))
@@ -201,8 +210,6 @@ def tree_rollout(
         for p in node:
             mine = [b for b in branches if b.problem == p]
             chosen = _select(mine, select)
-            env = envs[p]
-            env.restore(chosen.after)  # continue from right after the chosen action
             j = order.index((p, chosen.k))
             main[p].append(
                 _sample(
@@ -213,15 +220,17 @@ def tree_rollout(
                     chosen.round,
                     out,
                     j,
-                    states[p],
+                    nodes[p].state,
                     chosen.score,
                 )
             )
-            if _done(env):
-                finished[p] = env.episode()
+            nodes[p] = chosen.after  # continue from right after the chosen action
+            if chosen.after.done:
+                finished[p] = chosen.after.episode
         active = [p for p in active if p not in finished]
     gen_s = timer.seconds
-    return _group_batch(problems, finished, main, samples, groups, scores, tokens, calls, gen_s)
+    counts = {"generate_calls": calls, "generated_tokens": tokens, "served": served}
+    return _group_batch(problems, finished, main, samples, groups, scores, counts, gen_s)
 
 
 def _select(branches: list[_Branch], select: str) -> _Branch:
@@ -233,52 +242,45 @@ def _select(branches: list[_Branch], select: str) -> _Branch:
     return max(usable, key=lambda b: (b.score, -b.k))
 
 
-def _continue_to_grading(envs, generator, adapter_for, branches, sampling) -> tuple[int, int]:
+def _continue_to_grading(
+    pool: BranchPool, generator, adapter_for, branches: list[_Branch], sampling
+) -> tuple[int, int, int]:
     """Play each branch's round to its grading (one sampled response per later agent) and set
     ``score``/``infra`` from the reward attributed to the branch's own turn. Returns the
-    generated tokens and ``generate`` calls."""
-    tokens = calls = 0
+    generated tokens, the ``generate`` calls and the conversations they served."""
+    tokens = calls = served = 0
     pending = list(branches)
     while pending:
         still = []
         for b in pending:
-            env = envs[b.problem]
-            env.restore(b.cursor)
-            verdicts = env.episode().verdicts
-            if len(verdicts) > b.graded_before or _done(env):
-                record = env.episode()
-                b.score = float(record.turns[b.turn].reward)
+            cursor = b.cursor
+            assert cursor is not None  # set until the branch is graded
+            verdicts = cursor.episode.verdicts
+            if len(verdicts) > b.graded_before or cursor.done:
+                b.score = float(cursor.episode.turns[b.turn].reward)
                 b.infra = any(v.get("infra_error") for v in verdicts[b.graded_before :])
                 b.cursor = None
             else:
                 still.append(b)
         if not still:
             break
-        by_agent: dict[str, list[_Branch]] = {}
+        by_agent: dict[str, list[tuple[_Branch, EnvNode]]] = {}
         for b in still:
-            env = envs[b.problem]
-            env.restore(b.cursor)
-            by_agent.setdefault(env.agent_selection, []).append(b)
+            assert b.cursor is not None
+            by_agent.setdefault(b.cursor.agent, []).append((b, b.cursor))
         for agent, group in by_agent.items():
-            msgs = []
-            for b in group:
-                envs[b.problem].restore(b.cursor)
-                msgs.append(envs[b.problem].messages(agent))
+            msgs = [cursor.messages for _, cursor in group]
             out = generator.generate(adapter_for(agent), msgs, sampling)
-            calls += 1
+            calls, served = calls + 1, served + len(msgs)
             tokens += sum(len(a) for a in out.action_ids)
-            for b, text in zip(group, out.texts, strict=True):
-                env = envs[b.problem]
-                env.restore(b.cursor)
-                env.step(text)
-                b.cursor = env.snapshot()
+            moves = [(cursor, text) for (_, cursor), text in zip(group, out.texts, strict=True)]
+            for (b, _), after in zip(group, pool.advance(moves), strict=True):
+                b.cursor = after
         pending = still
-    return tokens, calls
+    return tokens, calls, served
 
 
-def _group_batch(
-    problems, finished, main, samples, groups, scores, tokens, calls, gen_s
-) -> GroupBatch:
+def _group_batch(problems, finished, main, samples, groups, scores, counts, gen_s) -> GroupBatch:
     episodes: list[Episode] = []
     turns: list[list[TurnSample]] = []
     infra = 0
@@ -300,8 +302,9 @@ def _group_batch(
     stats = {
         "episodes": float(len(episodes)),
         "infra_errors": float(infra),
-        "generate_calls": float(calls),
-        "generated_tokens": float(tokens),
+        "generate_calls": float(counts["generate_calls"]),
+        "generated_tokens": float(counts["generated_tokens"]),
+        "mean_batch_size": counts["served"] / max(1, counts["generate_calls"]),
         "turns": float(len(samples)),
     }
     rollout = Rollout(episodes, turns, gen_s, 0.0, stats)

@@ -5,12 +5,14 @@ their end (the training scores are read from them) and the turns to train on, wi
 source's groups. A :class:`~baselines.core.methods.MethodSpec` names its source by
 ``spec.rollout``; :func:`make_source` builds it.
 
-| name       | plays                                                   | trains on            |
-|------------|---------------------------------------------------------|----------------------|
-| ``episodes`` | ``episodes_per_iteration`` episodes in start order (PPO) | every played turn    |
-| ``trees``    | AT-GRPO's K branches per (problem, turn, agent)         | the branches         |
-| ``joint``    | MAGRPO's K joint episodes per problem                   | every played turn    |
+| name         | plays                                                     | trains on         |
+|--------------|-----------------------------------------------------------|-------------------|
+| ``episodes`` | ``episodes_per_iteration`` episodes in start order (PPO)  | every played turn |
+| ``trees``    | AT-GRPO's K branches per (problem, turn, agent)           | the branches      |
+| ``joint``    | MAGRPO's K joint episodes per problem                     | every played turn |
 
+Every source plays on ``ctx.venv`` (in-process or on Ray workers): the tree source's moves go
+to it as a :class:`~baselines.core.branching.BranchPool` when it is one (the worker groups).
 Both group sources play ``episodes_per_iteration / group_size`` problems, the ``(seed, task)``
 that ``reset(seed=seed + p)`` draws for problem ``p``.
 """
@@ -23,6 +25,7 @@ from typing import Any, Protocol
 
 from marft_envs import FlexMGEnv, VectorEnv
 
+from .branching import BranchPool
 from .generation import Generator, SamplingSpec
 from .groups import GroupBatch, joint_rollout, pick_tasks, tree_rollout
 from .methods import EPISODES, JOINT, TREES
@@ -46,7 +49,7 @@ class Batch:
 class SourceContext:
     """What a source is built from: the run's training environments and sizes."""
 
-    venv: VectorEnv  # the training vector environment (a worker group)
+    venv: VectorEnv  # the training vector environment (a worker group: also a BranchPool)
     make_env: Callable[[], FlexMGEnv]  # one more training environment (branching, task draws)
     adapter_for: Callable[[str], str | None]  # the adapter that plays an agent
     episodes: int  # train.episodes_per_iteration
@@ -97,14 +100,27 @@ class _GroupSource:
 
 
 class TreeSource(_GroupSource):
-    """AT-GRPO's tree sampling (:func:`~baselines.core.groups.tree_rollout`), one environment
-    per problem, continuing along ``algo.branch_select``'s branch."""
+    """AT-GRPO's tree sampling (:func:`~baselines.core.groups.tree_rollout`), continuing along
+    ``algo.branch_select``'s branch.
+
+    The moves are played by the run's vector environment when it is a
+    :class:`~baselines.core.branching.BranchPool` (the trainer's worker groups, in-process or
+    ``train.workers=ray``: the branches step on the workers); otherwise (a plain
+    ``VectorFlexEnv``) on environments of this source, one per problem. Either way the tree is
+    the same for the same seed.
+    """
 
     def collect(self, generator: Generator, seed: int, sampling: SamplingSpec) -> Batch:
         a = self.ctx.algo
-        problems = self.problems(seed, self.ctx.episodes // a.group_size)
+        venv = self.ctx.venv
+        pool: BranchPool | list[FlexMGEnv]
+        if isinstance(venv, BranchPool):
+            problems, pool = self.problems(seed, 1), venv
+        else:
+            problems = self.problems(seed, self.ctx.episodes // a.group_size)
+            pool = self.envs
         group = tree_rollout(
-            self.envs,
+            pool,
             generator,
             self.ctx.adapter_for,
             problems,

@@ -7,8 +7,9 @@ machines of the cluster (``ray start --head`` here, ``ray start --address=HEAD:6
 
 Fault semantics (docs/distributed.md): every ``ray.get`` has a deadline. A shard whose actor
 died, or that did not answer within ``call_timeout_s`` (it is killed), is rebuilt on a fresh
-actor by replaying, from the driver's log, its reset and every step since; the call is then
-retried. Environments are deterministic in their seed and the actions played, so the rollout
+actor by replaying, from the driver's log, its reset and every step and restore since; the call
+is then retried (a branch move of a tree rollout needs no replay: it restores its own
+snapshot). Environments are deterministic in their seed and the actions played, so the rollout
 continues exactly as if nothing happened, and the other shards' results of that call are kept.
 After ``max_restarts`` replacements (per group), or if a replay does not reproduce the lost
 state, the call raises :class:`~baselines.distributed.workers.WorkerError`: no partial batch is
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .workers import EnvFn, EnvShard, WorkerError, WorkerGroup, apply_step_views
+from .workers import EnvFn, EnvShard, WorkerError, WorkerGroup, apply_step_views, touched
 
 
 def import_ray():
@@ -208,7 +209,7 @@ class RayWorkerGroup(WorkerGroup):
         refs = [actor.ready.remote()]
         if log.views is not None:  # the shard had been reset: rebuild its state
             refs.append(actor.reset.remote(log.seed, log.options, log.plan))
-            refs += [actor.step.remote(agent, idx, acts) for agent, idx, acts in log.steps]
+            refs += [getattr(actor, method).remote(*args) for method, args in log.ops]
         try:
             ray.get(refs[0], timeout=self.start_timeout_s)
             replayed = [ray.get(ref, timeout=self.call_timeout_s) for ref in refs[1:]]
@@ -219,8 +220,8 @@ class RayWorkerGroup(WorkerGroup):
             )
         if replayed:
             views = dict(replayed[0])
-            for (_, idx, _), result in zip(log.steps, replayed[1:], strict=True):
-                apply_step_views(views, idx, result.views)
+            for (method, args), result in zip(log.ops, replayed[1:], strict=True):
+                apply_step_views(views, touched(method, args), result.views)
             if views != log.views:
                 old = log.views or {}
                 differ = sorted(i for i in old if views.get(i) != old[i])

@@ -13,6 +13,12 @@ Equivalence: shard ``s`` holds global environments ``offset_s .. offset_s + n_s 
 environment ``i`` with ``seed + i``, exactly as one ``VectorFlexEnv`` would; the group picks the
 batch's agent with the same rule over the summed counts. So for the same seeds and policy every
 group (any shard count, any transport) plays the same episodes in the same order.
+
+Snapshots and branching: ``snapshot(i)`` / ``restore(i, s)`` work as ``VectorFlexEnv``'s, the
+snapshot travelling by value (serialized on Ray). For tree rollouts a group is also a
+:class:`~baselines.core.branching.BranchPool` (``start``, ``advance``): each shard plays branch
+moves in one extra environment of its own, restoring each move's snapshot first, so branches
+share nothing and the same tree comes out of any group.
 """
 
 from __future__ import annotations
@@ -23,7 +29,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from marft_envs import Batch, Episode, FlexMGEnv, VectorFlexEnv, VectorScheduler, make, spec
+from marft_envs import (
+    Batch,
+    EnvSnapshot,
+    Episode,
+    FlexMGEnv,
+    VectorFlexEnv,
+    VectorScheduler,
+    make,
+    spec,
+)
+
+from ..core.branching import EnvNode, Move, advance_env, start_env
 
 EnvFn = Callable[[], FlexMGEnv]
 
@@ -103,7 +120,9 @@ class EnvShard:
 
     def __init__(self, env_fn: EnvFn, num_envs: int, offset: int):
         self.offset = offset
+        self.env_fn = env_fn
         self.venv = VectorFlexEnv([env_fn] * num_envs)
+        self._branch_env: FlexMGEnv | None = None  # built at the first branch move
 
     def ready(self) -> list[str]:
         """The agent ids (also a cheap liveness probe once the environments are built)."""
@@ -137,6 +156,34 @@ class EnvShard:
                 ep.env_index += self.offset
         return ShardStep(episodes, self.views(indices))
 
+    def snapshot(self, index: int) -> EnvSnapshot:
+        """Local environment ``index``'s episode state (``VectorFlexEnv.snapshot``)."""
+        return self.venv.snapshot(index)
+
+    def restore(self, index: int, snapshot: EnvSnapshot) -> ShardStep:
+        """Put local environment ``index`` into ``snapshot``'s state; its new view."""
+        self.venv.restore(index, snapshot)
+        return ShardStep([], self.views([index]))
+
+    def branch_start(self, problems: Sequence[tuple[int, str]], home: int) -> list[EnvNode]:
+        """Root nodes of ``problems`` (``(seed, task_id)``), made at ``home``
+        (:func:`~baselines.core.branching.start_env`) in this shard's branching environment:
+        one environment of its own, so the vector environments and their views are untouched."""
+        env = self._branching_env()
+        return [start_env(env, seed, task_id, home) for seed, task_id in problems]
+
+    def branch_advance(self, moves: Sequence[tuple[EnvSnapshot, str]], home: int) -> list[EnvNode]:
+        """The node each ``(snapshot, action)`` leads to, in order
+        (:func:`~baselines.core.branching.advance_env`); every move restores its snapshot first,
+        so the moves are independent of each other and of what this shard played before."""
+        env = self._branching_env()
+        return [advance_env(env, snapshot, action, home) for snapshot, action in moves]
+
+    def _branching_env(self) -> FlexMGEnv:
+        if self._branch_env is None:
+            self._branch_env = self.env_fn()
+        return self._branch_env
+
     def views(self, indices) -> dict[int, View]:
         """Current views of local environments ``indices`` that are not idle (a plan ran out),
         built by ``VectorFlexEnv.next_batch``."""
@@ -151,17 +198,34 @@ class EnvShard:
 
     def close(self) -> None:
         self.venv.close()
+        if self._branch_env is not None:
+            self._branch_env.close()
 
 
 @dataclass
 class _ShardLog:
-    """Driver-side record of a shard since its last reset (what a replacement replays)."""
+    """Driver-side record of a shard since its last reset (what a replacement replays).
+
+    ``ops`` are the calls that changed its environments since, in order: ``("step", (agent,
+    indices, actions))`` and ``("restore", (index, snapshot))``; each answers a
+    :class:`ShardStep`. Branch moves are not logged: they change only the shard's branching
+    environment, and each one restores its own snapshot first.
+    """
 
     seed: int | None = None
     options: list | None = None
     plan: list | None = None
-    steps: list[tuple[str, list[int], list[Any]]] = field(default_factory=list)
+    ops: list[tuple[str, tuple]] = field(default_factory=list)
     views: dict[int, View] | None = None  # current view of each active local env; None until reset
+
+
+def touched(method: str, args: tuple) -> list[int]:
+    """The local environments a logged op (``_ShardLog.ops``) changed."""
+    if method == "step":
+        return list(args[1])
+    if method == "restore":
+        return [args[0]]
+    raise ValueError(f"not a logged shard op: {method!r}")
 
 
 def apply_step_views(views: dict[int, View], stepped: Sequence[int], new: dict[int, View]) -> None:
@@ -302,12 +366,85 @@ class WorkerGroup(VectorScheduler, ABC):
         )
         finished: list[Episode] = []
         for s in sorted(results):
-            self._logs[s].steps.append((batch.agent, *per_shard[s]))
+            self._logs[s].ops.append(("step", (batch.agent, *per_shard[s])))
             views = self._logs[s].views
             assert views is not None  # every shard was reset (_require_reset)
             apply_step_views(views, per_shard[s][0], results[s].views)
             finished += results[s].episodes
         return finished
+
+    # -- snapshot / restore, and branching (tree rollouts) ----------------------------------
+
+    def snapshot(self, index: int) -> EnvSnapshot:
+        """Environment ``index``'s episode state, as ``VectorFlexEnv.snapshot``: an
+        :class:`~marft_envs.EnvSnapshot` that travels from the worker by value (serialized
+        on Ray), so it shares nothing with the worker's environment."""
+        self._require_reset()
+        s = self._shard_of(index)
+        return self._call({s: ("snapshot", (index - self.shards[s][0],))})[s]
+
+    def restore(self, index: int, snapshot: EnvSnapshot) -> None:
+        """Put environment ``index`` into ``snapshot``'s state, as ``VectorFlexEnv.restore``:
+        restoring one snapshot into several environments plays independent branches of one
+        state (the next :meth:`next_batch` serves them together). A Ray shard replaced after a
+        fault replays the restore with the rest of its log."""
+        self._require_reset()
+        if not isinstance(snapshot, EnvSnapshot):
+            raise TypeError(
+                f"restore() takes an EnvSnapshot from snapshot(), got {type(snapshot).__name__}"
+            )
+        s = self._shard_of(index)
+        local = index - self.shards[s][0]
+        views = self._logs[s].views
+        assert views is not None  # reset (_require_reset)
+        if local not in views:
+            raise ValueError(f"environment {index} is idle (its plan ran out)")
+        result = self._call({s: ("restore", (local, snapshot))})[s]
+        self._logs[s].ops.append(("restore", (local, snapshot)))
+        apply_step_views(views, [local], result.views)
+
+    def start(self, problems: Sequence[tuple[int, str]]) -> list[EnvNode]:
+        """Root nodes of ``problems`` (``(seed, task_id)``) for a tree rollout
+        (:class:`~baselines.core.branching.BranchPool`): problem ``p`` starts on shard
+        ``p % num_workers`` (its home; its branches are played there), each shard in its own
+        branching environment, so the group's vector environments are never touched and need
+        no ``reset``. The shards run in parallel."""
+        per_shard: dict[int, list[int]] = {}
+        for p in range(len(problems)):
+            per_shard.setdefault(p % self.num_workers, []).append(p)
+        results = self._call(
+            {
+                s: ("branch_start", ([tuple(problems[p]) for p in ps], s))
+                for s, ps in per_shard.items()
+            }
+        )
+        out: dict[int, EnvNode] = {}
+        for s, ps in per_shard.items():
+            out.update(zip(ps, results[s], strict=True))
+        return [out[p] for p in range(len(problems))]
+
+    def advance(self, moves: Sequence[Move]) -> list[EnvNode]:
+        """The node each ``(node, action)`` leads to, in order, each move played on its node's
+        home shard (all shards in parallel). Only the snapshot and the action travel to the
+        worker; the new node (its snapshot included) travels back by value."""
+        per_shard: dict[int, list[int]] = {}
+        for j, (node, _action) in enumerate(moves):
+            if not 0 <= node.home < self.num_workers:
+                raise ValueError(
+                    f"move {j}: node home {node.home} is not a shard of this group "
+                    f"(0..{self.num_workers - 1}); nodes come from this group's start()/advance()"
+                )
+            per_shard.setdefault(node.home, []).append(j)
+        results = self._call(
+            {
+                s: ("branch_advance", ([(moves[j][0].snapshot, moves[j][1]) for j in js], s))
+                for s, js in per_shard.items()
+            }
+        )
+        out: dict[int, EnvNode] = {}
+        for s, js in per_shard.items():
+            out.update(zip(js, results[s], strict=True))
+        return [out[j] for j in range(len(moves))]
 
     def __enter__(self) -> WorkerGroup:  # noqa: PYI034 - py3.10 has no typing.Self
         return self
