@@ -21,6 +21,7 @@ MATH_FAMILIES: dict[str, tuple[str, str, str]] = {
 MATH_TEAMS: dict[int, str] = {2: "math-dual", 3: "math-trio", 4: "math-quartet"}
 #: arith level 0 (sums a + b, a, b in 0..20): sized so a 135M model starts above zero
 SUM_TEAMS: dict[int, str] = {2: "sum-duo", 3: "sum-trio"}
+SUM_FEWSHOT_TEAMS: dict[int, str] = {2: "sum-duo-shots", 3: "sum-trio-shots"}
 
 
 def register_math_envs() -> None:
@@ -37,17 +38,22 @@ def register_math_envs() -> None:
 
 
 def register_sum_envs() -> None:
-    """``arith0-2agent`` and ``arith0-3agent``: arith level 0, worked-example role prompts."""
-    for n, workflow in SUM_TEAMS.items():
-        register_team_env(
-            f"arith0-{n}agent-v1",
-            dataset="arith",
-            split="test",
-            workflow=workflow,
-            verifier="math",
-            description=f"arith level 0 (sums a + b, a, b in 0..20), no data needed; {workflow}",
-            dataset_kwargs={"level": 0},
-        )
+    """``arith0-2agent`` and ``arith0-3agent``: arith level 0. ``-v1`` shows each role's worked
+    example inside its system prompt; ``-v2`` (the newest) shows worked examples as earlier chat
+    turns, so a reply ends where the answer ends."""
+    for version, teams in ((1, SUM_TEAMS), (2, SUM_FEWSHOT_TEAMS)):
+        for n, workflow in teams.items():
+            register_team_env(
+                f"arith0-{n}agent-v{version}",
+                dataset="arith",
+                split="test",
+                workflow=workflow,
+                verifier="math",
+                description=(
+                    f"arith level 0 (sums a + b, a, b in 0..20), no data needed; {workflow}"
+                ),
+                dataset_kwargs={"level": 0},
+            )
 
 
 def register_builtin_envs() -> None:

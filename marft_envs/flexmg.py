@@ -270,6 +270,10 @@ class FlexMGEnv(AECEnv):
         self._state_cache: tuple[int, str] | None = None
         self._agent_index = {a: i for i, a in enumerate(self.possible_agents)}
         self._sees = [frozenset(self.workflow.sees(i)) for i in range(len(self.possible_agents))]
+        # each agent's worked-example turns (empty without examples), shown before every turn
+        self._examples = [
+            self.workflow.example_turns(i, self.horizon) for i in range(len(self.possible_agents))
+        ]
         self._past: tuple[dict[str, Any], ...] = ()  # earlier rounds' entries, shown to every agent
         self._current: list[tuple[int, dict[str, Any]]] = []  # (position, entry) of this round
         self.spec = None  # set by make()
@@ -357,7 +361,7 @@ class FlexMGEnv(AECEnv):
         """The same view as :meth:`observe`, as chat messages for a tokenizer's chat template."""
         require_episode("messages", has_reset=self.task is not None)
         instructions, _, user = self._view(agent)
-        return chat_messages(instructions, user)
+        return chat_messages(instructions, user, self._examples[self._agent_index[agent]])
 
     def _view(self, agent: str) -> tuple[str, dict[str, Any], str]:
         """(role instructions, observation dict, user text) for ``agent``, cached until the next
@@ -391,7 +395,7 @@ class FlexMGEnv(AECEnv):
         return (
             role.instructions,
             {
-                "prompt": prompt_text(role.instructions, user),
+                "prompt": prompt_text(role.instructions, user, self._examples[i]),
                 "problem": problem,
                 "agent": agent,
                 "role": role.name,
@@ -432,7 +436,7 @@ class FlexMGEnv(AECEnv):
                 position=i,
                 round=self.round,
                 observation=obs,
-                messages=chat_messages(instructions, user),
+                messages=chat_messages(instructions, user, self._examples[i]),
                 state=self.state(),
                 action=text,
             )
@@ -630,7 +634,7 @@ class FlexMGEnv(AECEnv):
             feedbacks=self._feedbacks,
             predecessors=(),
         )
-        return chat_messages(role.instructions, user)
+        return chat_messages(role.instructions, user, self._examples[i])
 
     def render(self) -> str | None:
         if self.render_mode is None:

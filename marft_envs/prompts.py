@@ -41,14 +41,27 @@ def user_text(
     return "\n\n".join(parts)
 
 
-def chat_messages(instructions: str, user: str) -> list[dict[str, str]]:
-    """System + user messages, ready for a tokenizer's chat template."""
-    return [{"role": "system", "content": instructions}, {"role": "user", "content": user}]
+def chat_messages(
+    instructions: str, user: str, examples: Sequence[tuple[str, str]] = ()
+) -> list[dict[str, str]]:
+    """System + user messages, ready for a tokenizer's chat template; each worked example
+    ``(user text, reply)`` comes before the real user turn as a user and an assistant turn."""
+    shown = [
+        {"role": speaker, "content": text}
+        for example in examples
+        for speaker, text in zip(("user", "assistant"), example)
+    ]
+    return [
+        {"role": "system", "content": instructions},
+        *shown,
+        {"role": "user", "content": user},
+    ]
 
 
-def prompt_text(instructions: str, user: str) -> str:
+def prompt_text(instructions: str, user: str, examples: Sequence[tuple[str, str]] = ()) -> str:
     """The single-string form of :func:`chat_messages`."""
-    return f"{instructions}\n\n{user}"
+    shown = "".join(f"## Example\n{u}\n\n## Example reply\n{a}\n\n" for u, a in examples)
+    return f"{instructions}\n\n{shown}{user}"
 
 
 def transcript_text(

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import require_episode
+from .prompts import chat_messages
 from .registry import make
 from .wrappers import SingleSeat
 
@@ -175,7 +176,8 @@ def seat_reward(
 
 
 def seat_dataset(env_id: str, seat: str, n: int, *, seed: int = 0, **overrides: Any) -> Any:
-    """``n`` rows (a ``datasets.Dataset``): the seat's system message as the prompt, and a seed.
+    """``n`` rows (a ``datasets.Dataset``): the seat's system message and worked-example turns
+    as the prompt, and a seed.
 
     Row ``i`` has seed ``seed + i``; the seat's user message comes from the environment's reset.
     """
@@ -186,9 +188,13 @@ def seat_dataset(env_id: str, seat: str, n: int, *, seed: int = 0, **overrides: 
     if seat not in agents:
         raise ValueError(f"seat {seat!r} is not an agent of {env_id!r}; agents: {agents}")
     env.reset(seed=seed)
-    system = env.unwrapped.workflow.roles[agents.index(seat)].instructions
+    base = env.unwrapped
+    index = agents.index(seat)
+    # the role instructions and the seat's worked-example turns: what every episode shares
+    prompt = chat_messages(
+        base.workflow.roles[index].instructions, "", base.workflow.example_turns(index, base.horizon)
+    )
     env.close()
-    prompt = [{"role": "system", "content": system}, {"role": "user", "content": ""}]
     return Dataset.from_dict({"prompt": [prompt] * n, "seed": [seed + i for i in range(n)]})
 
 

@@ -22,6 +22,8 @@ from typing import Literal
 
 from tasks.registry import Registry
 
+from .prompts import user_text
+
 TaskKind = Literal["math", "code"]
 
 
@@ -31,12 +33,16 @@ class Role:
 
     ``instructions`` is the role prompt (sent as the system message). ``sees_problem=False``
     hides the task statement from this role (it then works only from its predecessors' actions),
-    which lets a workflow build information-relay games.
+    which lets a workflow build information-relay games. ``example_replies`` are this role's
+    replies to the workflow's worked examples (:attr:`Workflow.examples`), one per example: they
+    are shown as earlier chat turns, so a small model learns where a reply ends (the chat
+    template closes each shown reply with its end-of-turn token).
     """
 
     name: str
     instructions: str
     sees_problem: bool = True
+    example_replies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -56,6 +62,10 @@ class Workflow:
     dependency: tuple[tuple[int, ...], ...] | None = None
     answerer: int = -1
     description: str = ""
+    #: worked-example problems, each shown to every agent as an earlier chat turn (the
+    #: problem, the example replies of the roles it sees, its own example reply) before the real
+    #: turn; every role gives one reply per example (``Role.example_replies``)
+    examples: tuple[str, ...] = ()
     _matrix: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
     _sees: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False)
 
@@ -72,6 +82,13 @@ class Workflow:
             raise ValueError(
                 f"Workflow {self.name!r}: answerer {self.answerer} out of range for {n} roles"
             )
+        for role in self.roles:
+            if len(role.example_replies) != len(self.examples):
+                raise ValueError(
+                    f"Workflow {self.name!r}: role {role.name!r} gives "
+                    f"{len(role.example_replies)} example replies for {len(self.examples)} "
+                    "worked examples (one reply per example, or no examples at all)"
+                )
         matrix = self.dependency if self.dependency is not None else chain_matrix(n)
         matrix = tuple(tuple(int(v) for v in row) for row in matrix)
         if len(matrix) != n or any(len(row) != n for row in matrix):
@@ -121,11 +138,42 @@ class Workflow:
         """Positions whose same-round actions agent ``i`` sees."""
         return list(self._sees[i])
 
+    def example_turns(self, i: int, horizon: int = 1) -> tuple[tuple[str, str], ...]:
+        """Agent ``i``'s worked examples as (user text, reply) pairs, rendered as its real turn
+        is (:func:`~marft_envs.prompts.user_text`): the example problem if the role sees
+        problems, the example replies of the positions it sees, then its own reply. Empty for a
+        workflow without examples."""
+        role, ids = self.roles[i], self.agent_ids()
+        turns = []
+        for k, problem in enumerate(self.examples):
+            seen = [
+                {
+                    "agent": ids[j],
+                    "role": self.roles[j].name,
+                    "position": j,
+                    "action": self.roles[j].example_replies[k],
+                }
+                for j in self._sees[i]
+            ]
+            user = user_text(
+                agent=ids[i],
+                role=role.name,
+                problem=problem if role.sees_problem else "",
+                round_index=0,
+                horizon=horizon,
+                history=(),
+                feedbacks=(),
+                predecessors=seen,
+            )
+            turns.append((user, role.example_replies[k]))
+        return tuple(turns)
+
     def without_roles(self) -> Workflow:
         """The ``roles=False`` ablation: same order and matrix, every agent the generic prompt."""
         generic = GENERIC_INSTRUCTIONS[self.task_kind]
+        # the generic prompt teaches no role's format, so the worked examples go too
         roles = tuple(Role("agent", generic, r.sees_problem) for r in self.roles)
-        return replace(self, name=f"{self.name}-noroles", roles=roles)
+        return replace(self, name=f"{self.name}-noroles", roles=roles, examples=())
 
     def reordered(self, order: str | Sequence[int]) -> Workflow:
         """The order ablation: the roles act in ``order`` (``"reversed"``, or a permutation where
@@ -177,7 +225,7 @@ class Workflow:
         """The anonymous-roles ablation: every role is named ``agent`` (agent ids ``agent_0``,
         ``agent_1``, ..., and teammates' messages are labelled so), each keeping its own
         instructions and problem visibility. ``without_roles`` also replaces the instructions."""
-        roles = tuple(Role("agent", r.instructions, r.sees_problem) for r in self.roles)
+        roles = tuple(replace(r, name="agent") for r in self.roles)
         return replace(self, name=f"{self.name}-anon", roles=roles)
 
     def ablated(
@@ -304,6 +352,38 @@ SUM_WORKFLOWS: tuple[Workflow, ...] = (
     ),
 )
 
+# The same teams with the worked examples as earlier chat turns (``arith0-*-v2``): SmolLM2-135M
+# then ends ~90% of its sampled replies after the sum (the template closes each shown reply with
+# its end-of-turn token) where an example inside the system prompt ended ~20% (docs/learning.md).
+SUM_EXAMPLES = ("Compute 2 + 3.", "Compute 14 + 9.")
+SUM_FEWSHOT_WORKFLOWS: tuple[Workflow, ...] = (
+    Workflow(
+        "sum-duo-shots",
+        (
+            Role("solver", "You add two numbers.", example_replies=("2 + 3 = 5", "14 + 9 = 23")),
+            Role("answerer", "You give the final answer.", example_replies=("5", "23")),
+        ),
+        "math",
+        description="solver -> answerer, worked examples as earlier chat turns",
+        examples=SUM_EXAMPLES,
+    ),
+    Workflow(
+        "sum-trio-shots",
+        (
+            Role("solver", "You add two numbers.", example_replies=("2 + 3 = 5", "14 + 9 = 23")),
+            Role(
+                "checker",
+                "You check a teammate's sum and write it correctly.",
+                example_replies=("2 + 3 = 5", "14 + 9 = 23"),
+            ),
+            Role("answerer", "You give the final answer.", example_replies=("5", "23")),
+        ),
+        "math",
+        description="solver -> checker -> answerer, worked examples as earlier chat turns",
+        examples=SUM_EXAMPLES,
+    ),
+)
+
 _WORKFLOWS: Registry[Workflow] = Registry("workflow")
 
 
@@ -330,5 +410,5 @@ def workflow_names() -> list[str]:
     return sorted(_WORKFLOWS)
 
 
-for _wf in (*MATH_WORKFLOWS, *SUM_WORKFLOWS):
+for _wf in (*MATH_WORKFLOWS, *SUM_WORKFLOWS, *SUM_FEWSHOT_WORKFLOWS):
     register_workflow(_wf)

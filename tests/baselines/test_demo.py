@@ -66,7 +66,7 @@ def test_demo_runs_the_whole_loop_with_the_tiny_model(tmp_path, capsys):
     assert [r["step"] for r in rows if "eval/score" in r] == [0, 1]
     for label in ("before", "after"):
         bundle = read_bundle(out / f"bundle-{label}.json")
-        assert bundle.env_id == "arith0-2agent-v1" and len(bundle.episodes) == 3
+        assert bundle.env_id == "arith0-2agent-v2" and len(bundle.episodes) == 3
         assert f"{label} " in printed and str(out / f"bundle-{label}.json") in printed
         # evaluation is on the test split
         assert all(e.task_id.startswith("arith/test/s0/L0/") for e in bundle.episodes)

@@ -94,7 +94,7 @@ def test_anonymous_roles_label_teammates_by_position_only():
     assert "[agent_0]\n2 + 3 = 5" in prompt and "solver" not in prompt.split("\n\n", 1)[1]
     assert env.observe("agent_1")["role"] == "agent"
     # unlike roles=False, the instructions are the role's own
-    assert prompt.startswith(get_workflow("sum-duo").roles[1].instructions)
+    assert prompt.startswith(get_workflow("sum-duo-shots").roles[1].instructions)
 
 
 def test_ablations_compose_in_order_then_dependency_then_names():
