@@ -4,7 +4,9 @@ they are scored.
 A fingerprint is built from named *parts*, each the sha256 of the canonical JSON of one concern:
 
 - ``workflow``: the roles (names, prompts, who sees the problem) in acting order, the task kind,
-  the resolved dependency matrix and the answering seat;
+  the resolved dependency matrix and the answering seat; where the workflow has worked
+  examples, also the examples, the example turns each agent is shown and their templates (keys
+  that older ids lack, so their digests stay as they were);
 - ``prompts``: the rendering templates (``marft_envs.prompts``) and the between-rounds verdict
   message, probed on a fixed synthetic transcript, so editing a template changes every id;
 - ``dataset``: name, split, kind, size and the content hash of the records (``Dataset.hash``,
@@ -193,16 +195,32 @@ def fingerprint_content(env: Any, *, grader_version: str | None = None) -> dict[
     base = getattr(env, "unwrapped", env)
     wf = base.workflow
     ds = base.dataset
+    workflow: dict[str, Any] = {
+        "roles": [
+            {"name": r.name, "instructions": r.instructions, "sees_problem": r.sees_problem}
+            # worked examples only where there are some: older ids keep their digests
+            | ({"example_replies": list(r.example_replies)} if r.example_replies else {})
+            for r in wf.roles
+        ],
+        "task_kind": wf.task_kind,
+        "matrix": [list(row) for row in wf.matrix],
+        "answerer": wf.answerer_index,
+    }
+    if wf.examples:
+        from .prompts import chat_messages, prompt_text
+
+        # the examples as each agent is shown them, and their templates (a part of its own
+        # would change every older id's digest)
+        workflow["examples"] = list(wf.examples)
+        workflow["example_turns"] = [
+            [list(t) for t in wf.example_turns(i, base.horizon)] for i in range(wf.n_agents)
+        ]
+        workflow["example_templates"] = {
+            "prompt": prompt_text("I", "U", [("E", "R")]),
+            "messages": chat_messages("I", "U", [("E", "R")]),
+        }
     return {
-        "workflow": {
-            "roles": [
-                {"name": r.name, "instructions": r.instructions, "sees_problem": r.sees_problem}
-                for r in wf.roles
-            ],
-            "task_kind": wf.task_kind,
-            "matrix": [list(row) for row in wf.matrix],
-            "answerer": wf.answerer_index,
-        },
+        "workflow": workflow,
         "prompts": _prompt_probe(),
         "dataset": {
             "name": ds.name,
