@@ -1,20 +1,32 @@
-"""``python -m baselines.eval RUN_DIR --env ID``: evaluate a trained run and write a result bundle.
+"""``python -m baselines.eval DIR --env ID``: evaluate a trained run, or a model trained
+elsewhere, and write a result bundle.
 
     python -m baselines.eval runs/marft-1/ --env math500-3agent            # latest checkpoint
     python -m baselines.eval --model smollm2-135m --env arith-2agent        # the untrained base
     python -m baselines.eval runs/marft-1/ --env math500-3agent env.eval_episodes=500 --sample
+    python -m baselines.eval my-sft/ --env arith-2agent                     # a causal-LM directory
+    python -m baselines.eval my-lora/ --env arith-2agent [--base BASE]      # a PEFT LoRA adapter
+    python -m baselines.eval --env arith-2agent --agent-model reasoner_0=A/ --agent-model actor_1=B/
+
+DIR is a run directory of baselines (``config.yaml``), a Hugging Face causal-LM directory
+(``config.json``, weights, tokenizer: what ``save_pretrained`` writes after a full fine-tune) or
+a PEFT LoRA adapter directory (``adapter_config.json``; merged into its base, from
+``base_model_name_or_path`` or ``--base``). ``--agent-model SEAT=DIR`` gives one seat its own
+model directory (DIR, when given, plays the seats not named). Model directories are played
+greedily like runs, and their bundle's method is ``other`` unless ``--method`` names one.
 
 The bundle (``leaderboard.schema.Bundle``: env spec, dataset hash, package version, method,
 model, config, seeds, the grader version of the claimed score and every episode's transcript
-and verdict score) is written to
-``--out`` or ``RUN_DIR/eval-<env>/bundle.json``; the leaderboard re-grades it.
+and verdict score) is written to ``--out`` or ``DIR/eval-<env>/bundle.json``
+(``runs/eval-<env>/`` without DIR); the leaderboard re-grades it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +37,7 @@ from .core.config import Config, ConfigError, apply_overrides, load_config
 if TYPE_CHECKING:
     from .core.evaluator import EvalSet, Evaluator
     from .core.generation import Generator
+    from .core.models import ModelDir
     from .trainer import Trainer
 
 
@@ -35,13 +48,20 @@ class EvaluationError(RuntimeError):
 @dataclass
 class Policy:
     """What an evaluation needs and nothing more: the config, the team, an
-    :class:`~baselines.core.evaluator.Evaluator` over the policy adapters, and the generator
-    (no critic, no optimiser)."""
+    :class:`~baselines.core.evaluator.Evaluator` over the policy adapters (or over models
+    trained elsewhere), and the generator (no critic, no optimiser).
+
+    ``method``, ``model`` and ``models`` are what the bundle records when they differ from the
+    config's: the leaderboard method name, the model label, and each agent's model directory
+    (``ModelDir.describe()``); ``None`` for a run of ours."""
 
     cfg: Config
     agents: list[str]
     evaluator: Evaluator
     generator: Generator
+    method: str | None = None
+    model: str | None = None
+    models: dict[str, dict[str, Any]] | None = None
 
     def eval_set(self) -> EvalSet:
         return self.evaluator.eval_set()
@@ -62,7 +82,6 @@ def load_policy(cfg: Config, run_dir: Path | None, out: Path | None) -> tuple[Po
     from .core.evaluator import Evaluator
     from .core.methods import get_method
     from .core.models import AdapterModel, LoraSpec, load_base
-    from .distributed import make_worker_group
     from .trainer import (
         env_overrides,
         make_generator,
@@ -96,6 +115,23 @@ def load_policy(cfg: Config, run_dir: Path | None, out: Path | None) -> tuple[Po
             policy.load_adapter_state(
                 name, {k: v.to(device) for k, v in state["adapters"][name].items()}
             )
+    scratch = run_dir if run_dir is not None else Path(out or ".").parent
+    evaluator = Evaluator(
+        cfg,
+        policy,
+        spec.policy_adapter,
+        env_overrides(cfg, for_eval=True),
+        _env_maker(cfg),
+        device,
+    )
+    generator = make_generator(cfg, policy, policy.adapters, scratch)
+    return Policy(cfg, agents, evaluator, generator), checkpoint
+
+
+def _env_maker(cfg: Config):
+    """``(env_id, seed, overrides, num_envs) -> VectorEnv``: ``train.workers``' worker group."""
+    from .distributed import make_worker_group
+
     t = cfg.train
 
     def make_envs(env_id: str, seed: int, overrides: dict, num_envs: int):
@@ -103,12 +139,66 @@ def load_policy(cfg: Config, run_dir: Path | None, out: Path | None) -> tuple[Po
             t.workers, env_id, num_envs, num_workers=t.env_workers, seed=seed, **overrides
         )
 
-    scratch = run_dir if run_dir is not None else Path(out or ".").parent
-    evaluator = Evaluator(
-        cfg, policy, spec.policy_adapter, env_overrides(cfg, for_eval=True), make_envs, device
-    )
-    generator = make_generator(cfg, policy, policy.adapters, scratch)
-    return Policy(cfg, agents, evaluator, generator), checkpoint
+    return make_envs
+
+
+def load_external_policy(
+    cfg: Config,
+    models: Mapping[str, ModelDir],
+    method: str = "other",
+    label: str | None = None,
+) -> Policy:
+    """A :class:`Policy` over models trained elsewhere: ``models`` maps every agent of the
+    evaluation environment (``cfg``'s ``env.id``) to a causal-LM or PEFT adapter directory
+    (:func:`~baselines.core.models.inspect_model_dir`). Each directory is loaded once
+    (:func:`~baselines.core.models.load_pretrained`: adapters merged into their base), with
+    transformers generation and ``cfg``'s ``model`` decoding settings (``max_new_tokens``,
+    ``stop``, ``max_prompt_tokens``); each agent plays with its own directory's model.
+
+    ``method`` is the bundle's leaderboard method and ``label`` its model label. Raises
+    :class:`ConfigError` for an agent without a model or ``model.backend=vllm``, and
+    ``ModelNotFoundError`` (a ``ValueError``) for a directory that does not load.
+    """
+    from .core.evaluator import Evaluator
+    from .core.generation import HFGenerator, RoutedGenerator, stop_token_ids
+    from .core.models import load_pretrained
+    from .trainer import env_overrides, resolve_device, resolve_dtype, seed_everything
+
+    if cfg.model.backend != "transformers":
+        raise ConfigError(
+            f"model.backend={cfg.model.backend!r}: model directories are evaluated with "
+            "transformers generation (model.backend=transformers)"
+        )
+    device = resolve_device(cfg.train.device)
+    seed_everything(cfg.train.seed)
+    eval_env = env_overrides(cfg, for_eval=True)
+    agents = team_agents(*eval_env)
+    missing = [a for a in agents if a not in models]
+    if missing:
+        raise ConfigError(f"no model directory for {missing} of {eval_env[0]} (agents {agents})")
+    dtype = resolve_dtype(cfg.model.dtype, device)
+    loaded: dict[ModelDir, HFGenerator] = {}
+    for agent in agents:
+        where = models[agent]
+        if where not in loaded:
+            model, tokenizer = load_pretrained(where, dtype, device, cfg.train.seed)
+            loaded[where] = HFGenerator(
+                model,
+                batch_size=max(cfg.env.num_envs, 1),
+                max_prompt_tokens=cfg.model.max_prompt_tokens,
+                extra_stop_ids=stop_token_ids(tokenizer, cfg.model.stop),
+                tokenizer=tokenizer,
+            )
+    generator = RoutedGenerator({a: loaded[models[a]] for a in agents})
+    networks = [g.network for g in loaded.values()]
+    evaluator = Evaluator(cfg, networks, _seat_route, eval_env, _env_maker(cfg), device)
+    described = {a: models[a].describe() for a in agents}
+    return Policy(cfg, agents, evaluator, generator, method=method, model=label, models=described)
+
+
+def _seat_route(agent: str) -> str:
+    """Each agent plays with its own route of the :class:`RoutedGenerator` (its id)."""
+    return agent
 
 
 def evaluate_policy(
@@ -130,6 +220,32 @@ def evaluate_policy(
     return write_eval_bundle(policy, eval_set, episodes, checkpoint, target)
 
 
+# what a bundle of models trained elsewhere records of the config: decoding, environments,
+# seed and workers (no algorithm, LoRA or training-length settings: none of ours applied)
+EXTERNAL_CONFIG = {
+    "model": ("dtype", "backend", "max_prompt_tokens", "max_new_tokens", "temperature", "top_p"),
+    "env": None,  # all of it
+    "train": ("seed", "device", "workers", "env_workers"),
+}
+
+
+def bundle_config(run: Policy | Trainer) -> dict[str, Any]:
+    """The ``config`` a bundle of ``run`` records: the whole config for a run of ours; for
+    models trained elsewhere the settings that applied (:data:`EXTERNAL_CONFIG`, the stop
+    strings included) and ``models``, each agent's model directory."""
+    full = run.cfg.to_dict()
+    models = run.models if isinstance(run, Policy) else None
+    if models is None:
+        return full
+    out: dict[str, Any] = {}
+    for section, keys in EXTERNAL_CONFIG.items():
+        values = full[section]
+        out[section] = dict(values) if keys is None else {k: values[k] for k in keys}
+    out["model"]["stop"] = full["model"]["stop"]
+    out["models"] = models
+    return out
+
+
 def write_eval_bundle(
     run: Policy | Trainer,
     eval_set: EvalSet,
@@ -140,7 +256,9 @@ def write_eval_bundle(
     """Score ``episodes`` of ``run`` (a :class:`Policy` or a trainer: its ``cfg`` and ``agents``;
     the plan of ``eval_set``, as ``play_eval`` returns them)
     and write their bundle to ``target`` (a .json file or a directory); returns the metrics and
-    the bundle's path. Raises :class:`EvaluationError` when no episode could be graded."""
+    the bundle's path. The bundle's method, model and config are the config's, or a
+    :class:`Policy`'s own ``method``, ``model`` and :func:`bundle_config`. Raises
+    :class:`EvaluationError` when no episode could be graded."""
     import marft_envs
     from leaderboard.schema import Bundle, write_bundle
 
@@ -165,14 +283,17 @@ def write_eval_bundle(
             f"(first: {first!r}): nothing could be graded, so no score and no bundle; fix the "
             "verifier or sandbox and evaluate again"
         )
+    own = run if isinstance(run, Policy) else None
+    method = own.method if own and own.method else get_method(cfg.algo.method).leaderboard
+    model = own.model if own and own.model else require_model(cfg)
     env = marft_envs.make(env_id, **eval_set.overrides)
     try:
         bundle = Bundle.from_episodes(
             env,
             episodes,
-            method=get_method(cfg.algo.method).leaderboard,
-            model=require_model(cfg),
-            config=cfg.to_dict(),
+            method=method,
+            model=model,
+            config=bundle_config(run),
             seeds=eval_set.seeds,
             claimed_score=metrics["score"],
             dataset_size=eval_set.size,
@@ -183,6 +304,100 @@ def write_eval_bundle(
     return metrics, write_bundle(bundle, target)
 
 
+def bundle_method(name: str) -> str:
+    """The leaderboard method name a bundle of models trained elsewhere records: ``other``, a
+    leaderboard method, or any spelling of a registered method that has one (``at_grpo``)."""
+    from leaderboard.schema import METHODS
+
+    from .core.methods import get_method
+
+    if name in METHODS:
+        return name
+    try:
+        resolved = get_method(name).leaderboard
+    except ValueError:
+        resolved = None
+    if resolved not in METHODS:
+        raise ConfigError(
+            f"--method {name!r} is not a leaderboard method; valid: {', '.join(METHODS)} "
+            "(other: trained by anything else)"
+        )
+    return str(resolved)
+
+
+def parse_agent_models(items: Sequence[str]) -> dict[str, str]:
+    """``["reasoner_0=DIR", ...]`` (``--agent-model``) as ``{seat: DIR}``; :class:`ConfigError`
+    for an item without ``=`` or a seat given twice."""
+    out: dict[str, str] = {}
+    for item in items:
+        seat, sep, where = item.partition("=")
+        if not sep or not seat or not where:
+            raise ConfigError(f"--agent-model {item!r} is not SEAT=DIR (e.g. reasoner_0=runs/sft/)")
+        if seat in out:
+            raise ConfigError(f"--agent-model gives {seat!r} twice ({out[seat]!r}, {where!r})")
+        out[seat] = where
+    return out
+
+
+def seat_models(
+    agents: Sequence[str],
+    env_id: str,
+    default: str | None,
+    per_seat: Mapping[str, str],
+    base: str | None = None,
+) -> dict[str, ModelDir]:
+    """Every agent's model directory: ``per_seat``'s (``--agent-model``), else ``default`` (the
+    positional DIR). ``base`` is the base of every PEFT adapter among them (``--base``).
+    :class:`ConfigError` for a seat that is not an agent of ``env_id``, an agent without a model,
+    a run directory of ours as a seat's model, and ``base`` without any adapter; the directories
+    are classified by :func:`~baselines.core.models.inspect_model_dir`."""
+    from .core.models import PEFT_ADAPTER, RUN_DIR, inspect_model_dir
+
+    unknown = sorted(set(per_seat) - set(agents))
+    if unknown:
+        raise ConfigError(
+            f"--agent-model names {unknown}, not agents of {env_id}: its agents are {list(agents)}"
+        )
+    missing = [a for a in agents if a not in per_seat and default is None]
+    if missing:
+        raise ConfigError(
+            f"no model for {missing} of {env_id}: give --agent-model SEAT=DIR for every agent "
+            f"of {list(agents)}, or a model directory (DIR) for the seats not named"
+        )
+    seen: dict[str, ModelDir] = {}
+    out: dict[str, ModelDir] = {}
+    for agent in agents:
+        where = per_seat.get(agent, default)
+        assert where is not None  # checked above
+        if where not in seen:
+            adapter = (Path(where).expanduser() / "adapter_config.json").is_file()
+            found = inspect_model_dir(where, base=base if adapter else None)
+            if found.kind == RUN_DIR:
+                raise ConfigError(
+                    f"{where} is a training run directory of baselines: evaluate it on its own "
+                    f"(python -m baselines.eval {where} --env {env_id}); a seat can play one of "
+                    "its adapters, RUN/checkpoints/step_N/peft/<adapter>, with --base"
+                )
+            seen[where] = found
+        out[agent] = seen[where]
+    if base is not None and not any(m.kind == PEFT_ADAPTER for m in out.values()):
+        raise ConfigError(f"--base {base!r} is for PEFT adapter directories, and none was given")
+    return out
+
+
+def model_label(models: Mapping[str, ModelDir]) -> str:
+    """The bundle's ``model`` for model directories: the directory's name (an adapter's with
+    its base), or ``seat=label`` for each seat when the seats differ."""
+
+    def one(m: ModelDir) -> str:
+        return f"{m.base} + LoRA {m.path.name}" if m.base else m.path.name
+
+    dirs = set(models.values())
+    if len(dirs) == 1:
+        return one(next(iter(dirs)))
+    return ", ".join(f"{agent}={one(m)}" for agent, m in models.items())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m baselines.eval",
@@ -190,13 +405,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "run_dir", nargs="?", help="a training run directory (omit to evaluate --model untrained)"
+        "run_dir",
+        nargs="?",
+        metavar="DIR",
+        help="a training run directory, a causal-LM directory or a PEFT adapter directory "
+        "(omit to evaluate --model untrained, or with --agent-model for every seat)",
     )
     parser.add_argument(
         "--env", help="environment id to evaluate on (default: the run's env, test split)"
     )
     parser.add_argument("--model", help="model name when no run directory is given")
-    parser.add_argument("--method", default="marft", help="method name for a run-less evaluation")
+    parser.add_argument(
+        "--method",
+        help="method of a run-less --model evaluation (default marft), or the leaderboard method "
+        "of model directories (default other)",
+    )
+    parser.add_argument(
+        "--base", help="base model of a PEFT adapter (default: its base_model_name_or_path)"
+    )
+    parser.add_argument(
+        "--agent-model",
+        action="append",
+        default=[],
+        metavar="SEAT=DIR",
+        help="a causal-LM or adapter directory for one seat (repeat for each; e.g. reasoner_0=DIR)",
+    )
+    parser.add_argument(
+        "--model-name", help="the bundle's model label for model directories (default: their names)"
+    )
     parser.add_argument("--out", help="bundle path (.json file or directory)")
     parser.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
     parser.add_argument("overrides", nargs="*", metavar="key=value")
@@ -207,10 +443,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.run_dir = None
     try:
         extra = list(args.overrides)
+        out = Path(args.out) if args.out else None
+        kind = None
+        if args.run_dir and not args.agent_model:
+            from .core.models import RUN_DIR, inspect_model_dir
+
+            adapter = (Path(args.run_dir).expanduser() / "adapter_config.json").is_file()
+            kind = inspect_model_dir(args.run_dir, base=args.base if adapter else None).kind
+            if kind == RUN_DIR:
+                kind = None
+        if args.agent_model or kind is not None:
+            return _main_external(args, extra, out)
+        if args.base or args.model_name:
+            raise ConfigError(
+                "--base and --model-name are for model directories (a causal LM or a PEFT "
+                "adapter), not for a run directory or --model"
+            )
         if args.run_dir:
             run_dir = Path(args.run_dir)
-            if not (run_dir / "config.yaml").is_file():
-                raise ConfigError(f"{run_dir} is not a run directory (no config.yaml)")
             import yaml
 
             cfg = Config.from_dict(yaml.safe_load((run_dir / "config.yaml").read_text()))
@@ -221,23 +471,70 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             if not (args.model and args.env):
                 raise ConfigError(
-                    "give a run directory, or --model and --env to evaluate an untrained model"
+                    "give a run directory or a model directory, or --model and --env to evaluate "
+                    "an untrained model"
                 )
             run_dir = None
             cfg = load_config(
-                args.method, None, [f"env.id={args.env}", f"model.name={args.model}", *extra]
+                args.method or "marft",
+                None,
+                [f"env.id={args.env}", f"model.name={args.model}", *extra],
             )
         require_model(cfg)
         check_envs(cfg)
         print(describe(cfg), file=sys.stderr, flush=True)
-        out = Path(args.out) if args.out else None
         policy, checkpoint = load_policy(cfg, run_dir, out)
     except (ConfigError, FileNotFoundError, ValueError) as exc:  # usage errors only: setup
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    return _evaluate_and_report(policy, checkpoint, run_dir, out, args.sample)
+
+
+def _main_external(args: argparse.Namespace, extra: list[str], out: Path | None) -> int:
+    """``main`` for model directories trained elsewhere (``DIR`` and/or ``--agent-model``)."""
+    from .trainer import env_overrides
+
+    try:
+        if not args.env:
+            raise ConfigError(
+                "--env ID is required to evaluate a model directory (which environment to play)"
+            )
+        if args.model:
+            raise ConfigError(
+                "--model loads a model with untrained adapters of a method; to evaluate model "
+                "directories give them as DIR or --agent-model SEAT=DIR (label the bundle with "
+                "--model-name)"
+            )
+        home = Path(args.run_dir) if args.run_dir else Path("runs")
+        if out is None and home.is_dir() and not os.access(home, os.W_OK):
+            raise ConfigError(f"{home} is not writable: pass --out for the bundle")
+        method = bundle_method(args.method or "other")
+        cfg = load_config("marft", None, [f"env.id={args.env}", *extra])
+        eval_id, eval_kw = env_overrides(cfg, for_eval=True)
+        agents = team_agents(eval_id, eval_kw)
+        models = seat_models(
+            agents, eval_id, args.run_dir, parse_agent_models(args.agent_model), args.base
+        )
+        label = args.model_name or model_label(models)
+        cfg.model.name = label
+        print(f"method={method} model={label} env={cfg.env.id}", file=sys.stderr, flush=True)
+        for agent, where in models.items():
+            base = f" (base {where.base})" if where.base else ""
+            print(f"{agent}: {where.kind} {where.path}{base}", file=sys.stderr, flush=True)
+        policy = load_external_policy(cfg, models, method=method, label=label)
+    except (ConfigError, FileNotFoundError, ValueError) as exc:  # usage errors only: setup
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return _evaluate_and_report(policy, None, home, out, args.sample)
+
+
+def _evaluate_and_report(
+    policy: Policy, checkpoint: Path | None, home: Path | None, out: Path | None, sample: bool
+) -> int:
+    """Play, write the bundle (under ``out``, else ``home/eval-<env>``) and print the result."""
     try:
         metrics, path = evaluate_policy(
-            policy, checkpoint, run_dir, out, greedy=False if args.sample else None
+            policy, checkpoint, home, out, greedy=False if sample else None
         )
     except EvaluationError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,9 +1,11 @@
-"""The evaluator: plays a run's evaluation set with its policy adapters; no optimiser, no critic.
+"""The evaluator: plays a run's evaluation set with its policy; no optimiser, no critic.
 
 An evaluation is every seed times the first ``size`` tasks of the evaluation split
 (:class:`EvalSet`), as the leaderboard requires of a bundle, played greedily by default, under
 a forked RNG so evaluating never changes what training does next. ``baselines.eval`` builds
-one from a checkpoint's adapters alone; the trainer builds one over its training model.
+one from a checkpoint's adapters alone, or over models other trainers saved (one per seat,
+:class:`~baselines.core.generation.RoutedGenerator`); the trainer builds one over its training
+model.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import marft_envs
 from marft_envs import VectorEnv
 
 from .config import Config
-from .generation import Generator, HFGenerator, SamplingSpec
+from .generation import Generator, HFGenerator, RoutedGenerator, SamplingSpec
 from .models import AdapterModel
 from .rollout import collect
 
@@ -71,8 +73,9 @@ class Evaluator:
 
     Args:
         cfg: the run's config (``env.eval_*``, ``model`` sampling).
-        model: the adapters' model (put in eval mode while playing).
-        adapter_for: the adapter that plays an agent.
+        model: the adapters' model, or the plain models the generator plays with (each put in
+            eval mode while playing).
+        adapter_for: the adapter (or the :class:`RoutedGenerator` route) that plays an agent.
         eval_env: ``(env_id, overrides)`` of the evaluation environment.
         make_envs: ``(env_id, seed, overrides, num_envs) -> VectorEnv``, e.g. a worker group.
         device: where the model is (``cuda...``: its RNG is forked too).
@@ -81,7 +84,7 @@ class Evaluator:
     def __init__(
         self,
         cfg: Config,
-        model: AdapterModel,
+        model: AdapterModel | torch.nn.Module | Sequence[torch.nn.Module],
         adapter_for: Callable[[str], str | None],
         eval_env: tuple[str, dict[str, Any]],
         make_envs: MakeEnvs,
@@ -114,7 +117,11 @@ class Evaluator:
 
     def generator_for(self, generator: Generator) -> Generator:
         """``generator`` as evaluation uses it: transformers batching ``num_envs`` prompts per
-        call (on a CPU, a batch of 32 greedy replies costs ~1.6x a batch of 8, not 4x)."""
+        call (on a CPU, a batch of 32 greedy replies costs ~1.6x a batch of 8, not 4x); each
+        route of a :class:`RoutedGenerator` likewise."""
+        if isinstance(generator, RoutedGenerator):
+            wide_routes = {id(g): self.generator_for(g) for g in generator.routes.values()}
+            return RoutedGenerator({k: wide_routes[id(g)] for k, g in generator.routes.items()})
         if not isinstance(generator, HFGenerator) or generator.batch_size == self.num_envs:
             return generator
         wide = copy.copy(generator)  # shares the model, tokenizer and stop ids
@@ -143,20 +150,34 @@ class Evaluator:
             cfg.model.max_new_tokens, cfg.model.temperature, cfg.model.top_p, greedy=greedy
         )
         device = self.device
-        was_training = self.model.peft.training
-        self.model.peft.eval()
-        with torch.random.fork_rng(devices=[device] if device.startswith("cuda") else []):
-            torch.manual_seed(seed)
-            rollout = collect(
-                self.venv,
-                self.generator_for(generator),
-                self.adapter_for,
-                None,
-                sampling,
-                plan=spec.plan,
-            )
-        self.model.peft.train(was_training)
+        modules = self.modules()
+        was_training = [m.training for m in modules]
+        for m in modules:
+            m.eval()
+        try:
+            with torch.random.fork_rng(devices=[device] if device.startswith("cuda") else []):
+                torch.manual_seed(seed)
+                rollout = collect(
+                    self.venv,
+                    self.generator_for(generator),
+                    self.adapter_for,
+                    None,
+                    sampling,
+                    plan=spec.plan,
+                )
+        finally:
+            for m, mode in zip(modules, was_training, strict=True):
+                m.train(mode)
         return rollout.episodes
+
+    def modules(self) -> list[torch.nn.Module]:
+        """The torch modules that play (the adapters' peft model, or the plain models)."""
+        model = self.model
+        if isinstance(model, AdapterModel):
+            return [model.peft]
+        if isinstance(model, torch.nn.Module):
+            return [model]
+        return [m.peft if isinstance(m, AdapterModel) else m for m in model]
 
     def close(self) -> None:
         """Release the evaluation environments."""

@@ -10,11 +10,13 @@ once, each adapter passed as a ``LoRARequest``; see docs/distributed.md).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
+
+from .models import AdapterModel
 
 Messages = list[dict]
 
@@ -171,7 +173,9 @@ class SampledLogprobs:
 
 class HFGenerator:
     """Batched, left-padded transformers ``generate`` on an
-    :class:`~baselines.core.models.AdapterModel`.
+    :class:`~baselines.core.models.AdapterModel`, or on a plain causal LM given with its
+    ``tokenizer`` (no adapters: ``generate`` takes ``adapter=None`` only; e.g. a model another
+    trainer saved, :func:`~baselines.core.models.load_pretrained`).
 
     Response ids keep the stop token (the policy must learn to stop) and drop padding; texts are
     decoded without special tokens. Sampling draws from the global torch RNG, so a restored RNG
@@ -184,13 +188,19 @@ class HFGenerator:
         batch_size: int = 32,
         max_prompt_tokens: int | None = None,
         extra_stop_ids: Sequence[int] = (),
+        tokenizer=None,
     ):
         self.model = model
-        self.tokenizer = model.tokenizer
+        adapters = isinstance(model, AdapterModel)
+        if not adapters and tokenizer is None:
+            raise ValueError("HFGenerator on a plain causal LM needs its tokenizer")
+        self.tokenizer = tokenizer if tokenizer is not None else model.tokenizer
+        self.network = model.peft if adapters else model  # what generate runs on
+        self.base = model.peft.get_base_model() if adapters else model
         self.batch_size = batch_size
         self.max_prompt_tokens = max_prompt_tokens
         eos = self.tokenizer.eos_token_id
-        extra = model.peft.get_base_model().generation_config.eos_token_id
+        extra = self.base.generation_config.eos_token_id
         ids = {eos} | (set(extra) if isinstance(extra, (list, tuple)) else {extra})
         ids |= set(extra_stop_ids)  # model.stop (stop_token_ids)
         self.stop_ids = sorted(i for i in ids if i is not None)
@@ -206,6 +216,18 @@ class HFGenerator:
             )
         return result
 
+    def policy(self, adapter: str | None) -> contextlib.AbstractContextManager:
+        """Context manager: ``adapter`` active inside (``None``: the bare base); a plain causal
+        LM has no adapters and accepts ``None`` only."""
+        if isinstance(self.model, AdapterModel):
+            return self.model.reference() if adapter is None else self.model.using(adapter)
+        if adapter is not None:
+            raise ValueError(
+                f"adapter {adapter!r} asked of a plain causal LM, which has none: generate "
+                "with adapter=None (RoutedGenerator routes agents to their own models)"
+            )
+        return contextlib.nullcontext()
+
     @torch.no_grad()
     def _generate_chunk(self, adapter, prompts, sampling: SamplingSpec, result: Generation) -> None:
         pad = self.tokenizer.pad_token_id
@@ -218,17 +240,16 @@ class HFGenerator:
             "logits_processor": LogitsProcessorList([recorder]),
         }
         device = self.model.device
-        peft = self.model.peft
-        was_training = peft.training
-        peft.eval()
+        net = self.network
+        was_training = net.training
+        net.eval()
         try:
-            policy = self.model.reference() if adapter is None else self.model.using(adapter)
-            with policy, only_given_config(peft.get_base_model()):
-                out = peft.generate(
+            with self.policy(adapter), only_given_config(self.base):
+                out = net.generate(
                     input_ids=ids.to(device), attention_mask=mask.to(device), **kwargs
                 )
         finally:
-            peft.train(was_training)
+            net.train(was_training)
         new_ids = out[:, ids.shape[1] :]
         logprobs = recorder.finish(new_ids)
         new = new_ids.tolist()
@@ -243,3 +264,22 @@ class HFGenerator:
             result.texts.append(self.tokenizer.decode(action, skip_special_tokens=True))
             result.truncated.append(cut is None)
             result.logprobs.append([] if logprobs is None else logprobs[b, : len(action)].tolist())
+
+
+class RoutedGenerator:
+    """A :class:`Generator` over one generator per route: ``generate(route, ...)`` answers with
+    ``routes[route]`` under its bare model (``adapter=None``), e.g. one model per agent seat,
+    each loaded from its own directory (``baselines.eval --agent-model SEAT=DIR``). Routes may
+    share a generator."""
+
+    def __init__(self, routes: Mapping[str, Generator]):
+        if not routes:
+            raise ValueError("RoutedGenerator needs at least one route")
+        self.routes = dict(routes)
+
+    def generate(
+        self, adapter: str | None, conversations: Sequence[Messages], sampling: SamplingSpec
+    ) -> Generation:
+        if adapter not in self.routes:
+            raise KeyError(f"no generator for {adapter!r}; routes: {sorted(self.routes)}")
+        return self.routes[adapter].generate(None, conversations, sampling)

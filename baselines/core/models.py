@@ -308,13 +308,187 @@ def load_base(name_or_path: str, dtype: str = "float32", device: str = "cpu", se
                 f"built-in names: {list(BUILTIN_MODELS)}; or give a local directory or a Hub id "
                 "(the Hub needs network access)"
             ) from exc
+    _prepare_tokenizer(tok)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    return model.to(device), tok
+
+
+def _prepare_tokenizer(tok) -> None:
+    """A pad token (EOS when there is none), left padding, and ChatML when there is no chat
+    template: what generation needs of any tokenizer."""
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
     if tok.chat_template is None:
         tok.chat_template = CHATML_TEMPLATE
-    model.generation_config.pad_token_id = tok.pad_token_id
-    return model.to(device), tok
+
+
+# ---------------------------------------------------------------------------------------------
+# Models trained elsewhere: a causal-LM directory or a PEFT adapter directory
+# ---------------------------------------------------------------------------------------------
+
+RUN_DIR = "run"
+CAUSAL_LM = "causal-lm"
+PEFT_ADAPTER = "peft-adapter"
+MODEL_DIR_KINDS = (RUN_DIR, CAUSAL_LM, PEFT_ADAPTER)
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+VALID_MODEL_DIRS = (
+    "a training run directory of baselines (config.yaml), a Hugging Face causal-LM directory "
+    "(config.json, weights *.safetensors or pytorch_model*.bin, tokenizer files such as "
+    "tokenizer.json), or a PEFT LoRA adapter directory (adapter_config.json and "
+    "adapter_model.safetensors; its base from base_model_name_or_path or --base)"
+)
+
+
+@dataclass(frozen=True)
+class ModelDir:
+    """A model directory, classified by :func:`inspect_model_dir`.
+
+    ``kind`` is one of :data:`MODEL_DIR_KINDS`; ``base`` is the base model of a PEFT adapter (a
+    built-in name, a local directory or a Hub id), ``None`` for the other kinds.
+    """
+
+    path: Path
+    kind: str
+    base: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """What a result bundle records of the directory: its absolute path, kind and base."""
+        return {"path": str(self.path), "kind": self.kind, "base": self.base}
+
+
+def _listing(path: Path, limit: int = 12) -> str:
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
+    if not names:
+        return "nothing (the directory is empty)"
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def inspect_model_dir(path: str | Path, base: str | None = None) -> ModelDir:
+    """Classify ``path``: a run directory of ours, a causal-LM directory, or a PEFT adapter.
+
+    ``base`` (e.g. ``--base``) overrides an adapter's ``base_model_name_or_path``; it is an
+    error for the other kinds. Raises :class:`ModelNotFoundError` naming what was found and
+    what is valid when the directory is none of them (missing weights, missing tokenizer, an
+    adapter that is not LoRA or names no base, a trainer's output folder of checkpoints).
+    """
+    import json
+
+    given = Path(path).expanduser()
+    if not given.exists():
+        raise ModelNotFoundError(f"{str(path)!r} does not exist; expected {VALID_MODEL_DIRS}")
+    if not given.is_dir():
+        raise ModelNotFoundError(
+            f"{str(path)!r} is a file, not a directory; expected {VALID_MODEL_DIRS}"
+        )
+    where = given.resolve()
+    adapter_config = where / "adapter_config.json"
+    if adapter_config.is_file():
+        try:
+            meta = json.loads(adapter_config.read_text())
+        except json.JSONDecodeError as exc:
+            raise ModelNotFoundError(f"{adapter_config} is not valid JSON ({exc})") from None
+        kind = meta.get("peft_type")
+        if kind != "LORA":
+            raise ModelNotFoundError(
+                f"{where} is a PEFT adapter of type {kind!r}; only LoRA adapters (peft_type "
+                "'LORA', DoRA included) can be evaluated: they are merged into their base"
+            )
+        if not any((where / name).is_file() for name in ADAPTER_WEIGHTS):
+            raise ModelNotFoundError(
+                f"{where} has adapter_config.json but no adapter weights "
+                f"({' or '.join(ADAPTER_WEIGHTS)}); found {_listing(where)}"
+            )
+        chosen = base or meta.get("base_model_name_or_path")
+        if not chosen:
+            raise ModelNotFoundError(
+                f"the PEFT adapter {where} names no base model (adapter_config.json has no "
+                "base_model_name_or_path): pass the model it was trained on with --base"
+            )
+        return ModelDir(where, PEFT_ADAPTER, str(chosen))
+    if base is not None:
+        raise ModelNotFoundError(
+            f"--base {base!r} is for a PEFT adapter directory, and {where} is not one "
+            "(no adapter_config.json)"
+        )
+    if (where / "config.yaml").is_file():
+        return ModelDir(where, RUN_DIR)
+    if (where / "config.json").is_file():
+        if not any(next(where.glob(p), None) for p in WEIGHT_PATTERNS):
+            raise ModelNotFoundError(
+                f"{where} has config.json but no weights ({' or '.join(WEIGHT_PATTERNS)}); "
+                f"found {_listing(where)}"
+            )
+        if not any((where / name).is_file() for name in TOKENIZER_FILES):
+            raise ModelNotFoundError(
+                f"{where} has a model but no tokenizer (none of {list(TOKENIZER_FILES)}); "
+                f"found {_listing(where)}: save it next to the model with "
+                "tokenizer.save_pretrained(DIR)"
+            )
+        return ModelDir(where, CAUSAL_LM)
+    checkpoints = sorted(
+        p.name
+        for p in where.iterdir()
+        if p.is_dir() and ((p / "config.json").is_file() or (p / "adapter_config.json").is_file())
+    )
+    hint = f"; it holds model folders {checkpoints[:5]}: give one of them" if checkpoints else ""
+    raise ModelNotFoundError(
+        f"{where} is not a model directory: found {_listing(where)}{hint}; expected "
+        f"{VALID_MODEL_DIRS}"
+    )
+
+
+def load_pretrained(
+    model_dir: ModelDir, dtype: str = "float32", device: str = "cpu", seed: int = 0
+) -> tuple[nn.Module, Any]:
+    """``(model, tokenizer)`` of a causal-LM or PEFT adapter directory, as a plain causal LM.
+
+    A causal-LM directory loads as :func:`load_base` loads it. A LoRA adapter is loaded onto
+    its base (``model_dir.base``, through :func:`load_base`) and merged into it, so every
+    directory gives the same kind of model; its tokenizer is the adapter directory's own when
+    it has one (trainers save it there, with any chat template they trained with), else the
+    base's. The model is in eval mode. Raises :class:`ModelNotFoundError` when the adapter does
+    not fit its base.
+    """
+    if model_dir.kind == CAUSAL_LM:
+        model, tok = load_base(str(model_dir.path), dtype, device, seed)
+    elif model_dir.kind == PEFT_ADAPTER and model_dir.base is not None:
+        from peft import PeftModel
+
+        model, tok = load_base(model_dir.base, dtype, device, seed)
+        if any((model_dir.path / name).is_file() for name in TOKENIZER_FILES):
+            tok = _load_tokenizer(str(model_dir.path))
+            _prepare_tokenizer(tok)
+        try:
+            with warnings.catch_warnings():  # as in AdapterModel: peft's deprecated-API warning
+                warnings.filterwarnings(
+                    "ignore", message=".*is_gradient_checkpointing", category=FutureWarning
+                )
+                peft = PeftModel.from_pretrained(model, str(model_dir.path))
+        except (ValueError, RuntimeError, KeyError) as exc:  # missing modules, shape mismatch
+            why = " ".join(str(exc).split())[:300]
+            raise ModelNotFoundError(
+                f"the LoRA adapter {model_dir.path} does not fit the base {model_dir.base!r} "
+                f"({exc.__class__.__name__}: {why}); pass the model it was trained on with --base"
+            ) from exc
+        model = peft.merge_and_unload()
+        model.generation_config.pad_token_id = tok.pad_token_id
+    else:
+        raise ValueError(
+            f"{model_dir.path} is a {model_dir.kind!r} directory; load_pretrained loads "
+            f"{CAUSAL_LM!r} and {PEFT_ADAPTER!r} directories (with a base)"
+        )
+    if len(tok) > model.get_input_embeddings().weight.shape[0]:
+        raise ModelNotFoundError(
+            f"the tokenizer of {model_dir.path} has {len(tok)} tokens but the model's "
+            f"embeddings only {model.get_input_embeddings().weight.shape[0]}: they were not "
+            "saved together"
+        )
+    model.eval()
+    return model, tok
 
 
 # ---------------------------------------------------------------------------------------------
