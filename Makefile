@@ -5,6 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ANCHORS := .cache/bench-anchors
+PEERS   := .cache/bench-peers
 # The exact torch of this repository's CPU install (the local wheel): a constraint of the install
 # step, never a requirement of the package (users bring their own torch).
 CONSTRAINTS ?= constraints/cpu.txt
@@ -14,7 +15,7 @@ ifneq ($(wildcard ../shared/data),)
 export MARFT_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: setup system-deps demo test check-releases bench gpu-wheels clean
+.PHONY: setup system-deps demo test check-releases bench peers gpu-wheels clean
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PY) -m venv $(VENV)
@@ -50,6 +51,12 @@ check-releases: $(STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+## The peers of benchmarks/bench_peers.py (not part of setup: only that benchmark needs them). CoMLRL goes
+## into its own folder, as the evalscope anchor does: its requirements (wandb, openai) would add a
+## client stack to the venv, and the benchmark needs none of them. TRL comes with the venv ([trl] extra).
+peers: $(STAMP)
+	$(BIN)/pip install -q --no-deps --target $(PEERS) comlrl==1.4.3
 
 ## The wheels benchmarks/gpu_check.sh carries to a GPU machine without network (.gpu-wheels/).
 gpu-wheels: $(STAMP)
