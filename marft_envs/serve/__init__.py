@@ -4,6 +4,7 @@ Needs the ``serve`` extra (``pip install "marft-envs[serve]"``): the real ``open
 
     marft-envs serve math-3agent --port 8000 --max-sessions 64      # the server
     from marft_envs.serve import MarftEnvClient, MarftAction          # the client
+    from marft_envs.serve import MarftBatchClient      # many sessions per frame (/marft/ws)
 
 The protocol is documented in docs/integrations.md.
 """
@@ -14,17 +15,22 @@ except ImportError as e:  # pragma: no cover - depends on the install
     raise ImportError('marft_envs.serve needs openenv: pip install "marft-envs[serve]"') from e
 
 from .app import create_server_app, serve
-from .client import MarftEnvClient
+from .batch import BATCH_PATH
+from .client import BatchError, MarftBatchClient, MarftEnvClient, SyncMarftBatchClient
 from .environment import SERVER_POLICIES, MarftEnvironment
 from .models import MarftAction, MarftObservation, MarftState
 
 __all__ = [
+    "BATCH_PATH",
     "SERVER_POLICIES",
+    "BatchError",
     "MarftAction",
+    "MarftBatchClient",
     "MarftEnvClient",
     "MarftEnvironment",
     "MarftObservation",
     "MarftState",
+    "SyncMarftBatchClient",
     "create_server_app",
     "serve",
 ]

@@ -10,6 +10,7 @@ from openenv.core.env_server.http_server import create_app
 
 from ..errors import EnvOrderError
 from ..registry import make, spec
+from .batch import add_batch_route
 from .environment import MarftEnvironment
 from .models import MarftAction, MarftObservation, MarftState
 
@@ -20,7 +21,9 @@ def create_server_app(
     """A FastAPI app serving ``env_id`` (with ``make()`` overrides) through OpenEnv.
 
     Each WebSocket connection (``/ws``) is one session with its own environment; at most
-    ``max_sessions`` at once; ``session_timeout_s`` reaps idle sessions. The id and overrides are
+    ``max_sessions`` at once; ``session_timeout_s`` reaps idle sessions. ``/marft/ws`` is the
+    batched extension (:mod:`marft_envs.serve.batch`): many sessions per connection, at most
+    ``max_sessions`` of them over all its connections. The id and overrides are
     checked here, so a bad one fails at start-up with the registry's message, not per session.
     """
     spec(env_id)  # unknown ids raise KeyError naming the closest registered ones
@@ -40,6 +43,7 @@ def create_server_app(
             max_concurrent_envs=max_sessions, session_timeout=session_timeout_s
         ),
     )
+    add_batch_route(app, factory, max_sessions=max_sessions, session_timeout_s=session_timeout_s)
     app.add_exception_handler(ValueError, _bad_http_request)
     app.add_exception_handler(EnvOrderError, _bad_http_request)
     return app

@@ -11,16 +11,20 @@ with MarftEnvClient(base_url="http://127.0.0.1:8000").sync() as env:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Self, TypeVar
 
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
 
 from ..errors import EnvOrderError
+from .batch import BATCH_PATH, dumps, loads
 from .models import MarftAction, MarftObservation, MarftState
+
+T = TypeVar("T")
 
 # How OpenEnv's client words an error frame from the server.
 _SERVER_ERROR = re.compile(r"Server error: (?P<message>.*) \(code: \w+\)", re.DOTALL)
@@ -57,19 +61,212 @@ class MarftEnvClient(EnvClient[MarftAction, MarftObservation, MarftState]):
         return action.model_dump()
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[MarftObservation]:
-        obs = dict(payload.get("observation", {}))
-        obs.update(
-            done=payload.get("done", False),
-            reward=payload.get("reward"),
-            metadata=payload.get("metadata") or obs.get("metadata") or {},
-        )
-        observation = MarftObservation(**obs)
-        return StepResult(
-            observation=observation,
-            reward=observation.reward,
-            done=observation.done,
-            metadata=observation.metadata,
-        )
+        return parse_result(payload)
 
     def _parse_state(self, payload: dict[str, Any]) -> MarftState:
         return MarftState(**payload)
+
+
+def parse_result(payload: dict[str, Any]) -> StepResult[MarftObservation]:
+    """The :class:`StepResult` of an observation message's ``data`` (``/ws`` or ``/marft/ws``)."""
+    obs = dict(payload.get("observation", {}))
+    obs.update(
+        done=payload.get("done", False),
+        reward=payload.get("reward"),
+        metadata=payload.get("metadata") or obs.get("metadata") or {},
+    )
+    observation = MarftObservation(**obs)
+    return StepResult(
+        observation=observation,
+        reward=observation.reward,
+        done=observation.done,
+        metadata=observation.metadata,
+    )
+
+
+def server_error(data: dict[str, Any]) -> RuntimeError:
+    """The exception of an error message's ``data``, worded as OpenEnv's client words it; an
+    order error is an :class:`EnvOrderError`."""
+    message = data.get("message", "Unknown error")
+    if EnvOrderError.is_order_message(message):
+        return EnvOrderError(message)
+    return RuntimeError(f"Server error: {message} (code: {data.get('code', 'UNKNOWN')})")
+
+
+class BatchError(RuntimeError):
+    """Some items of a batch failed. The others were played: ``results`` holds their replies
+    (session -> result), ``errors`` the failures (session -> exception)."""
+
+    def __init__(self, results: dict[int, Any], errors: dict[int, RuntimeError]):
+        self.results, self.errors = results, errors
+        first = next(iter(errors.items()))
+        super().__init__(
+            f"{len(errors)} of {len(results) + len(errors)} sessions failed; "
+            f"session {first[0]}: {first[1]}"
+        )
+
+
+class MarftBatchClient:
+    """``sessions`` sessions on one ``/marft/ws`` connection (the batched extension).
+
+    Each session behaves exactly as a :class:`MarftEnvClient` on ``/ws``; one call sends a
+    message for any number of them in one frame and returns their replies by session index:
+
+        async with MarftBatchClient(base_url=url, sessions=64) as envs:
+            results = await envs.reset({i: {"seed": i} for i in range(64)})
+            while results:
+                texts = my_llm([r.observation.view["prompt"] for r in results.values()])
+                actions = {i: MarftAction(agent=r.observation.agent, text=t)
+                           for (i, r), t in zip(results.items(), texts) if not r.done}
+                results = await envs.step(actions)
+
+    A session's failure raises :class:`BatchError` after the whole frame is answered (the other
+    sessions' results ride on it); ``.sync()`` gives the blocking form.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        sessions: int,
+        *,
+        connect_timeout_s: float = 10.0,
+        message_timeout_s: float = 60.0,
+        max_size: int = 64 * 2**20,
+    ):
+        self.url = _ws_url(base_url) + f"{BATCH_PATH}?sessions={int(sessions)}"
+        self.num_sessions = int(sessions)
+        self.connect_timeout_s, self.message_timeout_s = connect_timeout_s, message_timeout_s
+        self.max_size = max_size
+        self.env_id: str | None = None
+        self.agents: list[str] = []
+        self._ws: Any = None
+
+    async def connect(self) -> Self:
+        """Open the connection and its sessions (a refusal, e.g. capacity, raises here)."""
+        from websockets.asyncio.client import connect
+
+        if self._ws is None:
+            self._ws = await connect(
+                self.url,
+                open_timeout=self.connect_timeout_s,
+                max_size=self.max_size,
+                compression=None,  # CPU-bound sessions: see app.WS_DEFLATE
+            )
+            hello = await self._receive()
+            self.env_id, self.agents = hello["data"]["env_id"], hello["data"]["agents"]
+        return self
+
+    async def close(self) -> None:
+        if self._ws is not None:
+            ws, self._ws = self._ws, None
+            await ws.close()
+
+    async def __aenter__(self) -> Self:
+        return await self.connect()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def send(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Send one frame of ``{session, type, data}`` items; the server's reply items, in order."""
+        await self.connect()
+        await self._ws.send(dumps({"type": "batch", "data": items}))
+        return (await self._receive())["data"]
+
+    async def reset(
+        self, sessions: Mapping[int, Mapping[str, Any]]
+    ) -> dict[int, StepResult[MarftObservation]]:
+        """Reset each session of ``sessions`` (index -> reset fields: seed, task_id, seats, ...)."""
+        items = [{"session": i, "type": "reset", "data": dict(kw)} for i, kw in sessions.items()]
+        return self._results(await self.send(items), parse_result)
+
+    async def step(
+        self, actions: Mapping[int, MarftAction]
+    ) -> dict[int, StepResult[MarftObservation]]:
+        """Play one action in each session of ``actions`` (index -> action)."""
+        items = [{"session": i, "type": "step", "data": a.model_dump()} for i, a in actions.items()]
+        return self._results(await self.send(items), parse_result)
+
+    async def state(self, sessions: Iterable[int] | None = None) -> dict[int, MarftState]:
+        """The state of each of ``sessions`` (default all)."""
+        ids = range(self.num_sessions) if sessions is None else sessions
+        items = [{"session": i, "type": "state"} for i in ids]
+        return self._results(await self.send(items), lambda d: MarftState(**d))
+
+    def sync(self) -> SyncMarftBatchClient:
+        """The blocking form of this client (its own event loop)."""
+        return SyncMarftBatchClient(self)
+
+    async def _receive(self) -> dict[str, Any]:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            raw = await asyncio.wait_for(self._ws.recv(), self.message_timeout_s)
+        except ConnectionClosed as e:
+            self._ws = None
+            reason = e.rcvd.reason if e.rcvd is not None else ""
+            raise RuntimeError(f"the server closed the connection: {reason or e}") from None
+        message = loads(raw)
+        if message.get("type") == "error":
+            raise server_error(message["data"])
+        return message
+
+    @staticmethod
+    def _results(replies: list[dict[str, Any]], parse: Callable[[Any], T]) -> dict[int, T]:
+        results: dict[int, T] = {}
+        errors: dict[int, RuntimeError] = {}
+        for reply in replies:
+            if reply["type"] == "error":
+                errors[reply["session"]] = server_error(reply["data"])
+            else:
+                results[reply["session"]] = parse(reply["data"])
+        if errors:
+            raise BatchError(results, errors)
+        return results
+
+
+class SyncMarftBatchClient:
+    """:class:`MarftBatchClient` for blocking code: every call runs on this object's own loop."""
+
+    def __init__(self, client: MarftBatchClient):
+        self.client = client
+        self._loop = asyncio.new_event_loop()
+
+    def connect(self) -> Self:
+        self._loop.run_until_complete(self.client.connect())
+        return self
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._loop.run_until_complete(self.client.close())
+            self._loop.close()
+
+    def __enter__(self) -> Self:
+        return self.connect()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return self._loop.run_until_complete(self.client.send(items))
+
+    def reset(
+        self, sessions: Mapping[int, Mapping[str, Any]]
+    ) -> dict[int, StepResult[MarftObservation]]:
+        return self._loop.run_until_complete(self.client.reset(sessions))
+
+    def step(self, actions: Mapping[int, MarftAction]) -> dict[int, StepResult[MarftObservation]]:
+        return self._loop.run_until_complete(self.client.step(actions))
+
+    def state(self, sessions: Iterable[int] | None = None) -> dict[int, MarftState]:
+        return self._loop.run_until_complete(self.client.state(sessions))
+
+
+def _ws_url(base_url: str) -> str:
+    """``http(s)://host:port[/]`` -> ``ws(s)://host:port`` (as OpenEnv's client converts it)."""
+    url = base_url.rstrip("/")
+    if url.startswith("http://"):
+        return "ws://" + url[len("http://") :]
+    if url.startswith("https://"):
+        return "wss://" + url[len("https://") :]
+    return url

@@ -56,6 +56,25 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         others: str | None = None,
         **kwargs: Any,
     ) -> MarftObservation:
+        """Start an episode; the client plays ``seats`` (default all), ``others`` the rest."""
+        return as_observation(self.reset_reply(seed, episode_id, task_id, seats, others, **kwargs))
+
+    def step(
+        self, action: MarftAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> MarftObservation:
+        """Play ``action`` for the client's seat whose turn it is, then the server's seats."""
+        return as_observation(self.step_reply(action))
+
+    def reset_reply(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        task_id: str | None = None,
+        seats: Sequence[str] | None = None,
+        others: str | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """:meth:`reset`'s reply in OpenEnv's wire format (``serialize_observation``'s dict)."""
         self._check_open()
         if kwargs:
             raise ValueError(f"unknown reset field(s) {sorted(kwargs)}; valid: {list(RESET_KEYS)}")
@@ -95,11 +114,10 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         self.step_count = 0
         rewards: dict[str, float] = {}
         played = advance(self.env, self.policies, rewards)
-        return self._observation(rewards, played, note=None)
+        return self._reply(rewards, played, note=None)
 
-    def step(
-        self, action: MarftAction, timeout_s: float | None = None, **kwargs: Any
-    ) -> MarftObservation:
+    def step_reply(self, action: MarftAction) -> dict[str, Any]:
+        """:meth:`step`'s reply in OpenEnv's wire format (``serialize_observation``'s dict)."""
         self._check_open()
         started = self.episode_id is not None
         require_episode("step", has_reset=started, ended=started and episode_over(self.env))
@@ -118,7 +136,7 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         rewards = dict(self.env.rewards)
         note = self.env.infos[agent].get("action_note")
         played = [(agent, action.text), *advance(self.env, self.policies, rewards)]
-        return self._observation(rewards, played[1:], note=note, acted=[a for a, _ in played])
+        return self._reply(rewards, played[1:], note=note, acted=[a for a, _ in played])
 
     # OpenEnv runs a plain reset/step on the session's thread; a thread hop per message costs
     # several times what a turn itself costs. Turns that grade nothing are a few hundred
@@ -189,14 +207,16 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _observation(
+    def _reply(
         self,
         rewards: dict[str, float],
         server_turns: list[tuple[str, str]],
         *,
         note: str | None,
         acted: Sequence[str] = (),
-    ) -> MarftObservation:
+    ) -> dict[str, Any]:
+        # Built once as plain data in the wire format: the batched endpoint sends it as is, and
+        # OpenEnv's path wraps it in a MarftObservation without validating it again.
         env, u = self.env, self.env.unwrapped
         acted = list(acted) + [a for a, _ in server_turns]
         over = episode_over(env)
@@ -205,23 +225,38 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         # A round is graded exactly when its last agent acts; at most once between two client turns.
         graded = self.agents[-1] in acted
         per_agent = {a: float(rewards.get(a, 0.0)) for a in self.agents}
-        return MarftObservation(
-            done=over,
-            reward=sum(per_agent[s] for s in self.seats),
-            agent=agent,
-            view=env.observe(agent) if agent else {},
-            messages=env.unwrapped.messages(agent) if agent else [],
-            rewards=per_agent,
-            seats=self.seats,
-            agents=self.agents,
-            metadata={
-                "task_id": u.task.id,
-                "round": u.round,
-                "verdict": info.get("verdict") if graded else None,
-                "answerer": info.get("answerer"),
-                "server_turns": [{"agent": a, "action": t} for a, t in server_turns],
-                "terminated": bool(over and env.terminations[env.agent_selection]),
-                "truncated": bool(over and env.truncations[env.agent_selection]),
-                "action_note": note,
+        metadata = {
+            "task_id": u.task.id,
+            "round": u.round,
+            "verdict": info.get("verdict") if graded else None,
+            "answerer": info.get("answerer"),
+            "server_turns": [{"agent": a, "action": t} for a, t in server_turns],
+            "terminated": bool(over and env.terminations[env.agent_selection]),
+            "truncated": bool(over and env.truncations[env.agent_selection]),
+            "action_note": note,
+        }
+        return {
+            "observation": {
+                "metadata": metadata,
+                "agent": agent,
+                "view": env.observe(agent) if agent else {},
+                "messages": u.messages(agent) if agent else [],
+                "rewards": per_agent,
+                "seats": list(self.seats),
+                "agents": list(self.agents),
             },
-        )
+            "reward": sum(per_agent[s] for s in self.seats),
+            "done": over,
+            "metadata": metadata,
+        }
+
+
+def as_observation(reply: dict[str, Any]) -> MarftObservation:
+    """The :class:`MarftObservation` of a reply built by :meth:`MarftEnvironment._reply`.
+
+    ``model_construct``: the fields are the server's own, of the declared types, so validating
+    them again (the chat messages item by item) would only cost time on every turn.
+    """
+    return MarftObservation.model_construct(
+        done=reply["done"], reward=reply["reward"], **reply["observation"]
+    )
