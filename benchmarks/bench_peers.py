@@ -11,8 +11,9 @@ tokens, temperature 0.7, top-p 1) with the same number of generated responses pe
 - team (``arith0-2agent``, 4 problems x 4 samples x 2 agents = 32 responses): ours MAGRPO
   (``baselines.demo.RECIPE``: one base, a LoRA adapter per agent, PPO-clip, 2 epochs) against
   CoMLRL's ``MAGRPOTrainer`` (one model per agent; full fine-tune, and with a LoRA adapter of
-  our rank and learning rate). ``--malloc`` adds ``ours-mmap``: ours again with
-  ``MALLOC_MMAP_THRESHOLD_=65536`` (the setting of bench_memory.py), timed, not evaluated.
+  our rank and learning rate). ``--malloc`` adds ``ours-mmap``: ours on this task again with
+  ``MALLOC_MMAP_THRESHOLD_=65536`` (the setting of bench_memory.py), timed, not evaluated; it
+  takes its turns in the seat group (memory: see ``GROUPS``).
 - seat (the solver's seat of ``arith0-2agent``, the answerer echoing it; 8 problems x 4 samples
   = 32 responses): ours on that seat alone (MAGRPO of one agent = GRPO with PPO-clip) against
   TRL's ``GRPOTrainer`` through ``marft_envs.trl_bridge``.
@@ -49,7 +50,9 @@ from leaderboard.regrade import wilson_interval  # noqa: E402 (light: no torch)
 
 MMAP_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536"}
 DEFAULT_SYSTEMS = ["ours", "comlrl-lora", "comlrl-full", "ours-seat", "trl-grpo"]
-GROUPS = {"ours": "team", "ours-mmap": "team", "comlrl-lora": "team", "comlrl-full": "team",
+# ours-mmap (the team task) takes turns with the seat group: four processes at once in the team
+# group (CoMLRL's full fine-tune alone peaks at ~6 GiB) would not fit beside other work in 24 GB.
+GROUPS = {"ours": "team", "ours-mmap": "seat", "comlrl-lora": "team", "comlrl-full": "team",
           "ours-seat": "seat", "trl-grpo": "seat"}
 LABELS = {
     "ours": "ours MAGRPO (LoRA r=8, PPO-clip, 2 epochs)",
