@@ -15,6 +15,9 @@ first); public tests, the ones feedback may show, are the record's public ones o
 * APPS (``codeparrot/apps``): ``<data>/apps/{train,test}.jsonl``; ``difficulty`` keeps
   ``introductory``, ``interview`` or ``competition`` problems. Records with ``fn_name`` in
   ``input_output`` are call-based (expected value, or its first element, as upstream).
+  A stdin/stdout record's ``checker`` field (this project's extension), else the checker
+  program :mod:`tasks.apps_checkers` has for it, becomes ``metadata["checker"]`` (the special
+  judge, marft_envs.code.judge).
 * CodeContests (``deepmind/code_contests``): ``<data>/code_contests/{split}.jsonl`` or the Hub
   parquet shards ``<data>/code_contests/[data/]{split}-*.parquet`` (splits train, valid, test).
   Hidden tests: public + private + generated tests (``max_tests`` caps the count); the
@@ -40,6 +43,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from tasks.apps_checkers import apps_checker
 from tasks.code_loaders import read_jsonl, require_field
 from tasks.dataset import Loaded, register_dataset
 from tasks.errors import DataNotFoundError, MalformedRecordError
@@ -467,7 +471,25 @@ def apps_to_task(rec: Record, *, split: str = "test", where: str = "APPS") -> Ta
                 where, record, "stdin/stdout tests need string inputs and outputs"
             )
         tests.append(IOTest(stdin, stdout))
-    return _stdio_task(task_id, prompt, tests[:1], tests, {**metadata, "output_rule": "apps"})
+    stdio_meta: dict[str, Any] = {**metadata, "output_rule": "apps"}
+    checker = _apps_checker(rec, split, where, record)
+    if checker is not None:
+        stdio_meta["checker"] = checker
+    return _stdio_task(task_id, prompt, tests[:1], tests, stdio_meta)
+
+
+def _apps_checker(rec: Record, split: str, where: str, record: str) -> dict[str, Any] | None:
+    """The record's ``checker`` field (a JSON object or its text; this project's extension:
+    codeparrot/apps has no such column), else the checker :mod:`tasks.apps_checkers` has for
+    the problem, else None. The grader (marft_envs.code.judge) validates its contents."""
+    if rec.get("checker") is not None:
+        spec = _json_field(rec, "checker", where, record)
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("type"), str):
+            raise MalformedRecordError(
+                where, record, "checker must be an object with a string 'type'"
+            )
+        return dict(spec)
+    return apps_checker(split, rec.get("problem_id"))
 
 
 def load_apps(

@@ -6,7 +6,9 @@
 
 Function tasks (``entry_point`` + Python ``tests``) go through the trusted harness
 (:mod:`marft_envs.code.harness`); stdin/stdout tasks (``io_tests``) run the program once per
-test and compare its output on the host.
+test and compare its output on the host with the task's output rule, or with its special judge
+(:mod:`marft_envs.code.judge`: a stated float tolerance, any order, a checker program) where the
+data or the statement asks for one.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..verdict import Verdict
 from .compare import outputs_match
 from .extract import defines, extract_program
 from .harness import counted_tests, run_python_tests
+from .judge import OutputChecker, judge_output, select_checker
 from .outcome import OUTCOMES, Outcome, UnitResult
 from .sandbox.base import Sandbox, SandboxLike
 from .version import GRADER_VERSION
@@ -194,11 +197,11 @@ def _io_units(
     sandbox: SandboxLike,
     timeout: float,
     stop_early: bool,
+    checker: OutputChecker,
 ) -> tuple[list[UnitResult], float, str]:
     units: list[UnitResult] = []
     outcome: Outcome
     elapsed, backend = 0.0, getattr(sandbox, "name", "")
-    rule = str(task.metadata.get("output_rule") or "tokens")
     for i, t in enumerate(tests):
         # one execution per test: a fresh process (a fresh fork on the warm path), so no test
         # can see what the program did on another
@@ -208,8 +211,11 @@ def _io_units(
         status = res.status.value
         source = f"stdin: {t.stdin[:200]!r}"
         if status == "ok":
-            ok = outputs_match(res.stdout, t.expected_stdout, rule)
-            outcome, msg = ("pass", "") if ok else ("fail", f"wrong output: {res.stdout[:200]!r}")
+            # the task's rule, else its special judge (marft_envs.code.judge)
+            outcome, msg, judged = judge_output(
+                checker, t.stdin, res.stdout, t.expected_stdout, sandbox, timeout
+            )
+            elapsed += judged
         elif status == "infra_error":
             outcome, msg = "infra_error", res.stderr[-300:]
         elif status in ("timeout", "memory"):
@@ -248,8 +254,8 @@ def check(
     ``timeout``: wall-clock seconds per test (see `per_test_timeout`; None: the task's own
     limit, else 10 s); the Python tests of one check share one sandbox run, whose limit is
     that per-test limit times the number of call-based tests (at least one). Never raises for
-    anything the program does; raises ValueError for invalid arguments or a task that is not a
-    code task.
+    anything the program does; raises ValueError for invalid arguments, a task that is not a
+    code task, or a task whose data gives a malformed checker.
     """
     if reward not in REWARDS:
         raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
@@ -264,6 +270,8 @@ def check(
     program = build_program(code, task)
     start = time.monotonic()
     extra: dict[str, Any] = {}
+    # a malformed checker in the task's data is refused whatever the program
+    checker = select_checker(task) if task.io_tests else OutputChecker()
     rejected = precheck(program, task)
     if rejected is not None:
         return _rejected(rejected, code, task, tests, reward, getattr(sandbox, "name", ""), start)
@@ -271,9 +279,11 @@ def check(
         n_public = int(task.metadata.get("public_io_tests", 1))
         chosen = task.io_tests if tests == "hidden" else task.io_tests[:n_public]
         units, elapsed, backend = _io_units(
-            program, task, chosen, sandbox, timeout, reward == "all"
+            program, task, chosen, sandbox, timeout, reward == "all", checker
         )
         total = len(chosen)
+        if checker.origin != "default":
+            extra = checker.describe()
     else:
         py_tests = task.tests if tests == "hidden" else task.public_tests
         # Call-based records (one call per test, all in one run): the limit is per test.

@@ -16,6 +16,16 @@
   token sequences, or the same number of tokens with every numeric pair close under
   ``numpy.allclose``'s default (``|a - b| <= 1e-8 + 1e-5 * |b|``) and other pairs equal.
   Upstream's further fallbacks (token sets, per-line sets) are not applied.
+
+Relaxed comparisons for problems whose statement accepts more than one output (the special
+judge, :mod:`marft_envs.code.judge`, decides when they apply; they are never a task's rule):
+
+* :func:`tolerance_match`: equal token counts, each pair equal as text or both finite numbers
+  within a stated absolute or relative error, as testlib's ``doubleCompare`` (testlib.h,
+  MikeMirzayanov/testlib; the ``dcmp`` checker): ``|a - b| <= abs_tol``, or ``a`` within
+  ``b * (1 -/+ rel_tol)``; each tolerance gets testlib's ``1e-15`` slack.
+* :func:`any_order_match`: the same non-blank lines in the same order, each line's tokens
+  equal as a multiset (``print the k indices in any order``), optionally with a tolerance.
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["OUTPUT_RULES", "outputs_match"]
+__all__ = ["OUTPUT_RULES", "any_order_match", "outputs_match", "tolerance_match"]
 
 OUTPUT_RULES = ("tokens", "livecodebench", "codecontests", "apps")
 
@@ -117,6 +127,85 @@ def _match_apps(actual: str, expected: str) -> bool:
             continue
         x, y = _number(a), _number(b)
         if x is None or y is None or abs(x - y) > 1e-8 + 1e-5 * abs(y):
+            return False
+    return True
+
+
+#: testlib's slack on a stated error (``MAX_DOUBLE_ERROR += 1E-15`` in ``doubleCompare``).
+_TESTLIB_SLACK = 1e-15
+
+
+def _check_tolerances(abs_tol: float, rel_tol: float) -> None:
+    for name, value in (("abs_tol", abs_tol), ("rel_tol", rel_tol)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        if not (math.isfinite(value) and 0 <= value < 1):
+            raise ValueError(f"{name} must be a finite number in [0, 1), got {value!r}")
+
+
+def _close(a: str, b: str, abs_tol: float, rel_tol: float) -> bool:
+    """Token ``a`` (the program's) is accepted for ``b`` (the expected one): equal text, or
+    both finite numbers with ``a`` within the absolute or the relative error of ``b``."""
+    if a == b:
+        return True
+    x, y = _number(a), _number(b)
+    if x is None or y is None:
+        return False
+    if abs(x - y) <= abs_tol + _TESTLIB_SLACK:
+        return True
+    r = rel_tol + _TESTLIB_SLACK
+    lo, hi = sorted((y * (1.0 - r), y * (1.0 + r)))
+    return lo <= x <= hi
+
+
+def tolerance_match(actual: str, expected: str, abs_tol: float, rel_tol: float) -> bool:
+    """Whether ``actual`` has the tokens of ``expected``, numbers within ``abs_tol`` absolute or
+    ``rel_tol`` relative error (either suffices; pass 0 to disable one), other tokens equal.
+
+    Whitespace is ignored as by the ``tokens`` rule. Non-finite numbers (``nan``, ``inf``) and
+    tokens that are not plain decimal numbers (``0x10``, ``1_000``) compare as text only.
+    """
+    _check_tolerances(abs_tol, rel_tol)
+    got, want = actual.split(), expected.split()
+    return len(got) == len(want) and all(
+        _close(a, b, abs_tol, rel_tol) for a, b in zip(got, want, strict=True)
+    )
+
+
+def _sort_key(token: str) -> tuple[int, float, str]:
+    value = _number(token)
+    return (0, value, "") if value is not None else (1, 0.0, token)
+
+
+def any_order_match(
+    actual: str, expected: str, abs_tol: float | None = None, rel_tol: float | None = None
+) -> bool:
+    """Whether ``actual`` has the non-blank lines of ``expected`` in the same order, each line
+    holding the same tokens in any order (a multiset: a repeated token must be repeated).
+
+    Line order is kept and each line is compared on its own, so only the order *within* a line
+    is free: upstream APPS's last fallback (per-line token *sets*, lines in any order) accepts
+    outputs most problems reject. With ``abs_tol``/``rel_tol`` each line's tokens are sorted
+    (numbers by value, before other tokens) and compared pairwise with that tolerance.
+    """
+    tolerant = abs_tol is not None or rel_tol is not None
+    a_tol, r_tol = float(abs_tol or 0.0), float(rel_tol or 0.0)
+    if tolerant:
+        _check_tolerances(a_tol, r_tol)
+    got = [line.split() for line in actual.splitlines() if line.strip()]
+    want = [line.split() for line in expected.splitlines() if line.strip()]
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want, strict=True):
+        if len(g) != len(w):
+            return False
+        if not tolerant:
+            if sorted(g) != sorted(w):
+                return False
+        elif not all(
+            _close(a, b, a_tol, r_tol)
+            for a, b in zip(sorted(g, key=_sort_key), sorted(w, key=_sort_key), strict=True)
+        ):
             return False
     return True
 

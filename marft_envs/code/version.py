@@ -5,6 +5,10 @@ change a verdict's outcome or score for some program: program extraction, the te
 outcome rules (what counts as pass, timeout, memory), the reward formula, or the default time and
 memory limits. The sandbox backend is not part of it (every backend must grade alike; the verdict
 names the backend it used). See docs/leaderboard.md for what a bump does to stored grades.
+
+History: ``code-1`` the first; ``code-2`` the special judge (marft_envs/code/judge.py): APPS
+stdin/stdout tasks whose statement states a float tolerance or output in any order, and tasks
+whose data gives a checker, accept outputs the single expected output rejected.
 """
 
-GRADER_VERSION = "code-1"
+GRADER_VERSION = "code-2"
