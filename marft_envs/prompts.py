@@ -49,7 +49,7 @@ def chat_messages(
     shown = [
         {"role": speaker, "content": text}
         for example in examples
-        for speaker, text in zip(("user", "assistant"), example)
+        for speaker, text in zip(("user", "assistant"), example, strict=True)
     ]
     return [
         {"role": "system", "content": instructions},

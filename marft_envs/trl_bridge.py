@@ -192,7 +192,9 @@ def seat_dataset(env_id: str, seat: str, n: int, *, seed: int = 0, **overrides: 
     index = agents.index(seat)
     # the role instructions and the seat's worked-example turns: what every episode shares
     prompt = chat_messages(
-        base.workflow.roles[index].instructions, "", base.workflow.example_turns(index, base.horizon)
+        base.workflow.roles[index].instructions,
+        "",
+        base.workflow.example_turns(index, base.horizon),
     )
     env.close()
     return Dataset.from_dict({"prompt": [prompt] * n, "seed": [seed + i for i in range(n)]})

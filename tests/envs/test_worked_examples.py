@@ -14,6 +14,9 @@ from marft_envs.fingerprint import env_fingerprint
 ROOT = Path(__file__).resolve().parents[2]
 
 
+SHOWN = ["system", "user", "assistant", "user", "assistant", "user"]  # two examples, then the turn
+
+
 def _user_turns(messages: list[dict[str, str]]) -> list[str]:
     return [m["content"] for m in messages if m["role"] == "user"]
 
@@ -23,7 +26,7 @@ def test_v2_is_the_newest_arith0_and_shows_each_agent_its_examples_before_its_tu
     assert env.spec.id == "arith0-2agent-v2"
     env.reset(seed=0)
     solver = env.messages("solver_0")
-    assert [m["role"] for m in solver] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert [m["role"] for m in solver] == SHOWN
     assert solver[0]["content"] == "You add two numbers."
     assert "Compute 2 + 3." in solver[1]["content"] and solver[2]["content"] == "2 + 3 = 5"
     assert solver[4]["content"] == "14 + 9 = 23"
@@ -96,5 +99,5 @@ def test_the_trl_seat_prompt_carries_the_seats_examples():
 
     rows = seat_dataset("arith0-2agent", "answerer_1", n=2)
     prompt = rows[0]["prompt"]
-    assert [m["role"] for m in prompt] == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert [m["role"] for m in prompt] == SHOWN
     assert prompt[2]["content"] == "5"
