@@ -17,14 +17,17 @@ the wipe failed, the container is discarded and replaced in the background.
 
 from __future__ import annotations
 
+import array
 import base64
 import json
 import os
 import queue
 import secrets
 import select
+import shutil
 import socket
 import struct
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -38,7 +41,7 @@ from .image import IMAGE
 from .outcome import classify
 from .rlimits import MB, RESOURCES, for_run, rlimits
 from .subprocess_backend import program_env
-from .warm_host import WARM_SOURCE, warm_config
+from .warm_host import WARM_SOURCE, read_outputs, send_with_pipes, warm_config
 
 _SUPERVISOR = (Path(__file__).with_name("supervisor.py")).read_text()
 LABEL = "marft.sandbox"
@@ -50,15 +53,28 @@ _OVERHEAD_MB = 64
 _STDOUT, _STDERR = 1, 2
 #: Inodes per tmpfs: enough for any real program, few enough to wipe quickly.
 _INODES = 16384
+#: Seconds a new container's supervisor has to connect to the control socket.
+_CONNECT_TIMEOUT = 30.0
+#: Seconds to read a report once its first byte has arrived.
+_REPORT_TIMEOUT = 5.0
+
+
+#: Where the supervisor finds the host's control socket, inside the container.
+_CONTROL_DIR = "/marft-control"
+TRANSPORTS = ("socket", "attach")
 
 
 @dataclass
 class _Container:
     id: str
     python: str
-    sock: Any  # the attach socket (docker-py's, untyped) (stdin in, multiplexed stdout/stderr out)
+    # "socket": ``sock`` is the control connection the supervisor made to this process (jobs
+    # and fds in, reports out; the program writes into our pipes). "attach": docker-py's attach
+    # socket (stdin in, multiplexed stdout/stderr out), relayed by dockerd.
+    sock: Any
     raw: socket.socket
     runs: int = 0
+    transport: str = "attach"
 
 
 def _docker_client(timeout: int = 60):
@@ -85,9 +101,18 @@ class DockerSandbox(Sandbox):
         image: str = IMAGE,
         client=None,
         warm: bool = True,
+        transport: str | None = None,
         **overrides,
     ) -> None:
         super().__init__(limits, **overrides)
+        if transport is not None and transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {TRANSPORTS} or None, got {transport!r}")
+        #: How jobs reach the supervisor: "socket" (a unix socket bind-mounted into the
+        #: container; the program's stdin/stdout/stderr are our memfd and pipes, so no byte
+        #: passes through dockerd) or "attach" (the container's attached streams, relayed by
+        #: dockerd). None: "socket" when the daemon is on this machine's unix socket, else
+        #: "attach" (a remote daemon cannot bind-mount our directories).
+        self.transport = transport
         #: Run programs as children forked by each container's warm parent (no interpreter
         #: start per run); False: the supervisor execs a fresh interpreter per run.
         self.warm = bool(warm)
@@ -131,55 +156,98 @@ class DockerSandbox(Sandbox):
             raise RuntimeError(f"cannot start sandbox containers: {errors[0]}")
 
     def _spawn(self) -> None:
+        try:
+            if self.transport is None:
+                self.transport = "socket" if _daemon_is_local(self.client) else "attach"
+            container = self._start_container(self.transport)
+        except Exception as exc:
+            self._last_error = f"{type(exc).__name__}: {exc}"
+            raise
+        self._last_error = None
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._all[container.id] = container
+        if closed:  # close() ran while this container was starting
+            self._remove(container)
+            return
+        self._pool.put(container)
+
+    def _create_kwargs(self) -> dict[str, Any]:
         lim = self.limits
         disk = int(lim.disk_mb)
-        try:
+        return {
+            # When the owner closes its socket or dies, the supervisor sees EOF, exits, and
+            # docker removes the container: no leaks after a crash.
+            "auto_remove": True,
+            "log_config": {"type": "none"},
+            "user": "0:0",
+            "network_mode": "none",
+            "read_only": True,
+            "tmpfs": dict.fromkeys(
+                ("/work", "/tmp"),
+                f"size={disk}m,mode=1777,nr_inodes={_INODES},noexec,nosuid,nodev",
+            ),
+            "shm_size": MB,
+            "mem_limit": f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
+            "memswap_limit": f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
+            "nano_cpus": int(lim.cpus * 1e9),
+            "pids_limit": int(lim.pids) + 8,
+            "cap_drop": ["ALL"],
+            "cap_add": ["SETUID", "SETGID", "KILL"],
+            "security_opt": ["no-new-privileges"],
+            "environment": {},
+            "working_dir": WORK_DIR,
+            "labels": {LABEL: "1", f"{LABEL}.owner": _owner()},
+            "stop_signal": "SIGKILL",
+        }
+
+    def _start_container(self, transport: str) -> _Container:
+        assert self._python is not None  # start() set it before spawning
+        command = [self._python, "-S", "-c", _SUPERVISOR, WARM_SOURCE, warm_config()]
+        if transport == "attach":
             c = self.client.containers.create(
-                self.image,
-                command=[self._python, "-S", "-c", _SUPERVISOR, WARM_SOURCE, warm_config()],
-                stdin_open=True,
-                # When the owner closes the attach socket or dies, the supervisor sees EOF on
-                # stdin, exits, and docker removes the container: no leaks after a crash.
-                auto_remove=True,
-                log_config={"type": "none"},
-                user="0:0",
-                network_mode="none",
-                read_only=True,
-                tmpfs=dict.fromkeys(
-                    ("/work", "/tmp"),
-                    f"size={disk}m,mode=1777,nr_inodes={_INODES},noexec,nosuid,nodev",
-                ),
-                shm_size=MB,
-                mem_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
-                memswap_limit=f"{int(lim.memory_mb) + 2 * disk + _OVERHEAD_MB}m",
-                nano_cpus=int(lim.cpus * 1e9),
-                pids_limit=int(lim.pids) + 8,
-                cap_drop=["ALL"],
-                cap_add=["SETUID", "SETGID", "KILL"],
-                security_opt=["no-new-privileges"],
-                environment={},
-                working_dir=WORK_DIR,
-                labels={LABEL: "1", f"{LABEL}.owner": _owner()},
-                stop_signal="SIGKILL",
+                self.image, command=command, stdin_open=True, **self._create_kwargs()
             )
             sock = self.client.api.attach_socket(
                 c.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
             )
             c.start()
-        except Exception as exc:
-            self._last_error = f"{type(exc).__name__}: {exc}"
-            raise
-        assert self._python is not None  # start() set it before spawning
-        container = _Container(c.id, self._python, sock, getattr(sock, "_sock", sock))
-        self._last_error = None
-        with self._lock:
-            closed = self._closed
-            if not closed:
-                self._all[c.id] = container
-        if closed:  # close() ran while this container was starting
-            self._remove(container)
-            return
-        self._pool.put(container)
+            return _Container(c.id, self._python, sock, getattr(sock, "_sock", sock))
+        # A root-only directory holding a listening socket, bind-mounted read-only: the
+        # supervisor (root in the container) connects once, then the socket is unlinked and
+        # the listener closed, so nothing else (the program runs as uid 65534) can connect.
+        top = tempfile.mkdtemp(prefix="marft-docker-")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            path = os.path.join(top, "control")
+            listener.bind(path)
+            listener.listen(1)
+            listener.settimeout(_CONNECT_TIMEOUT)
+            c = self.client.containers.create(
+                self.image,
+                command=[*command, f"{_CONTROL_DIR}/control"],
+                volumes={top: {"bind": _CONTROL_DIR, "mode": "ro"}},
+                **self._create_kwargs(),
+            )
+            c.start()
+            try:
+                conn, _ = listener.accept()
+            except OSError as exc:
+                try:
+                    self.client.api.kill(c.id)
+                except Exception:  # noqa: BLE001 -- already gone: auto_remove did it
+                    pass
+                raise OSError(
+                    f"the sandbox supervisor did not connect to {path} within "
+                    f"{_CONNECT_TIMEOUT:.0f} s ({exc}); a daemon that cannot bind-mount this "
+                    "machine's directories needs transport='attach'"
+                ) from None
+        finally:
+            listener.close()
+            shutil.rmtree(top, ignore_errors=True)
+        conn.settimeout(None)
+        return _Container(c.id, self._python, conn, conn, transport="socket")
 
     def _remove(self, container: _Container) -> None:
         """Stop a container for good. The attach socket goes first: while it holds unread
@@ -281,20 +349,12 @@ class DockerSandbox(Sandbox):
         """Send one job to a container's supervisor and read its output and report. A None
         result: the job went to the warm parent, which did not answer (run it again cold)."""
         lim = self.limits
-        nonce = secrets.token_hex(16).encode()
         start = time.monotonic()
-        container.raw.setblocking(True)
-        container.raw.sendall(_payload(job, lim, nonce.decode(), container.python, warm))
-        # base64 of the files + their names (100 paths of up to 4096 bytes) + JSON framing
-        trailer_cap = lim.extra_files_bytes * 4 // 3 + 100 * 4096 * 2 + 65536
-        out, err, outcome = _read_frames(
-            container.raw,
-            start + job.timeout + _OUTER_GRACE,
-            {_STDOUT: lim.output_bytes + trailer_cap, _STDERR: lim.output_bytes + len(nonce)},
-            nonce,
-        )
+        if container.transport == "socket":
+            report, stdout, err, outcome = self._send_socket(container, job, warm, start)
+        else:
+            report, stdout, err, outcome = self._send_attached(container, job, warm, start)
         elapsed = time.monotonic() - start
-        report, stdout = _split_trailer(out, nonce)
         output_exceeded = outcome == "overflow" or len(stdout) > lim.output_bytes
         if report is None:
             # The supervisor never reported: outer timeout, an output bomb, or a dead container.
@@ -329,6 +389,83 @@ class DockerSandbox(Sandbox):
         keep = bool(report.get("clean")) and not output_exceeded
         return _result(status, code, stdout, err, elapsed, extra, lim), keep
 
+    def _send_attached(
+        self, container: _Container, job: Job, warm: bool, start: float
+    ) -> tuple[dict | None, bytes, bytes, str]:
+        """The job over the attach stream: (report, stdout, stderr, how reading ended)."""
+        lim = self.limits
+        nonce = secrets.token_hex(16).encode()
+        container.raw.setblocking(True)
+        container.raw.sendall(_payload(job, lim, nonce.decode(), container.python, warm))
+        # base64 of the files + their names (100 paths of up to 4096 bytes) + JSON framing
+        trailer_cap = lim.extra_files_bytes * 4 // 3 + 100 * 4096 * 2 + 65536
+        out, err, outcome = _read_frames(
+            container.raw,
+            start + job.timeout + _OUTER_GRACE,
+            {_STDOUT: lim.output_bytes + trailer_cap, _STDERR: lim.output_bytes + len(nonce)},
+            nonce,
+        )
+        report, stdout = _split_trailer(out, nonce)
+        return report, stdout, err, outcome
+
+    def _send_socket(
+        self, container: _Container, job: Job, warm: bool, start: float
+    ) -> tuple[dict | None, bytes, bytes, str]:
+        """The job over the control socket, with our memfd and pipes as the program's stdin,
+        stdout and stderr: (report, stdout, stderr, how reading ended)."""
+        head = json.dumps(_header(job, self.limits, "", container.python, warm)).encode()
+        body = head + b"".join([job.program, *job.files.values()])
+        sock = container.raw
+
+        def send(fds: array.array) -> None:
+            rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+            sock.sendmsg([struct.pack(">Q", len(head))], rights)
+            sock.sendall(body)
+
+        pipes = send_with_pipes(job.stdin, send)
+        if pipes is None:
+            return None, b"", b"", "eof"
+        reply = read_outputs(
+            pipes,
+            sock,
+            _recv_report,
+            start,
+            start + job.timeout + _OUTER_GRACE,
+            self.limits.output_bytes,
+        )
+        return reply.report, reply.stdout, reply.stderr, reply.ended
+
+
+def _recv_report(sock: socket.socket) -> dict | None:
+    """The supervisor's length-prefixed JSON report; None on EOF or anything malformed."""
+    sock.settimeout(_REPORT_TIMEOUT)  # it writes the whole report at once
+    try:
+        head = _recv_exact(sock, 8)
+        data = _recv_exact(sock, struct.unpack(">Q", head)[0]) if head else b""
+        report = json.loads(data) if data else None
+    except (OSError, ValueError, struct.error):
+        return None
+    finally:
+        sock.settimeout(None)
+    return report if isinstance(report, dict) else None
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks, left = [], n
+    while left > 0:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            raise OSError("the control socket closed")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _daemon_is_local(client) -> bool:
+    """True when the docker client talks to a daemon on this machine's unix socket."""
+    # docker-py names a unix-socket daemon "http+docker://localhost" (ssh and npipe differ)
+    return str(getattr(client.api, "base_url", "")) == "http+docker://localhost"
+
 
 def _result(status, code, stdout: bytes, stderr: bytes, elapsed: float, extra, lim) -> ExecResult:
     return ExecResult(
@@ -342,9 +479,10 @@ def _result(status, code, stdout: bytes, stderr: bytes, elapsed: float, extra, l
     )
 
 
-def _payload(job: Job, lim, nonce: str, python: str, warm: bool = False) -> bytes:
+def _header(job: Job, lim, nonce: str, python: str, warm: bool) -> dict[str, Any]:
+    """The job header the supervisor reads (the files follow it in this order: main.py first)."""
     files = {"main.py": job.program, **job.files}
-    header = {
+    return {
         "nonce": nonce,
         "files": [[name, len(data)] for name, data in files.items()],
         "files_size": sum(len(d) for d in files.values()),
@@ -361,8 +499,13 @@ def _payload(job: Job, lim, nonce: str, python: str, warm: bool = False) -> byte
         "extra_files_bytes": lim.extra_files_bytes,
         "warm": warm,
     }
-    head = json.dumps(header).encode()
-    return struct.pack(">Q", len(head)) + head + b"".join(files.values()) + job.stdin
+
+
+def _payload(job: Job, lim, nonce: str, python: str, warm: bool = False) -> bytes:
+    """A whole job for the attach stream: header, files, then the program's stdin."""
+    head = json.dumps(_header(job, lim, nonce, python, warm)).encode()
+    files = b"".join([job.program, *job.files.values()])
+    return struct.pack(">Q", len(head)) + head + files + job.stdin
 
 
 def _read_frames(

@@ -253,17 +253,18 @@ class WarmParent:
             self.kill()
             raise OSError("the warm parent did not start")
 
-    def run(self, header, stdin_fd):
-        """The warm parent's report of one job, or None if it did not answer in time."""
+    def run(self, header, fds):
+        """The warm parent's report of one job (``fds``: the program's stdin, stdout, stderr),
+        or None if it did not answer in time."""
         request = {
             "argv": header["argv"],
             "timeout": header["timeout"],
             "rlimits": header["rlimits"],
         }
-        fds = array.array("i", [stdin_fd, 1, 2])
         try:
             self.sock.sendmsg(
-                [json.dumps(request).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+                [json.dumps(request).encode()],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))],
             )
             ready, _, _ = select.select([self.sock], [], [], header["timeout"] + 2.0)
             data = self.sock.recv(65536) if ready else b""
@@ -289,20 +290,15 @@ class WarmParent:
 _warm: list[WarmParent | None] = [None]  # the current WarmParent
 
 
-def run_job_warm(header, blob, stdin_data, inputs, report):
+def run_job_warm(header, blob, fds, report):
     """Steps 1-2 through the warm parent; fills ``report``; returns the processes to spare."""
-    stdin_fd = os.memfd_create("stdin")
-    os.write(stdin_fd, stdin_data)
-    os.lseek(stdin_fd, 0, os.SEEK_SET)
     _, ok = as_sandbox_euid(write_files, header["files"], blob)
     if not ok:
-        os.close(stdin_fd)
         raise OSError("cannot write the job's files")
     warm = _warm[0]
     if warm is None:
         warm = _warm[0] = WarmParent(header["python"], header["env"])
-    answer = warm.run(header, stdin_fd)
-    os.close(stdin_fd)
+    answer = warm.run(header, fds)
     if answer is None:  # killed, stopped or broken by the program: never trust this run
         warm.kill()
         _warm[0] = None
@@ -318,7 +314,7 @@ def run_job_warm(header, blob, stdin_data, inputs, report):
     return (warm.pid,)
 
 
-def start_program(cfg, blob, stdin_fd):
+def start_program(cfg, blob, stdin_fd, out_fd=1, err_fd=2):
     """Fork the program (which first writes the job's files, as uid 65534); return (pid, error or
     None)."""
     err_r, err_w = os.pipe()  # close-on-exec: EOF means the exec succeeded
@@ -330,6 +326,8 @@ def start_program(cfg, blob, stdin_fd):
             for res, value in cfg["rlimits"]:
                 resource.setrlimit(res, (value, value))
             os.dup2(stdin_fd, 0)
+            os.dup2(out_fd, 1)
+            os.dup2(err_fd, 2)
             os.chdir(WORK)
             os.setgroups([])
             os.setgid(UID)
@@ -346,14 +344,10 @@ def start_program(cfg, blob, stdin_fd):
     return pid, (message.decode(errors="replace") or None)
 
 
-def run_job_cold(header, blob, stdin_data, report):
+def run_job_cold(header, blob, fds, report):
     """Steps 1-2 with a fresh interpreter (fork and exec); fills ``report``."""
-    stdin_fd = os.memfd_create("stdin")
-    os.write(stdin_fd, stdin_data)
-    os.lseek(stdin_fd, 0, os.SEEK_SET)
     start = time.monotonic()
-    pid, error = start_program(header, blob, stdin_fd)
-    os.close(stdin_fd)
+    pid, error = start_program(header, blob, *fds)
     if error:
         os.waitpid(pid, 0)
         raise OSError(f"cannot start the program: {error}")
@@ -369,8 +363,8 @@ def run_job_cold(header, blob, stdin_data, report):
     report["exit"] = os.waitstatus_to_exitcode(status)
 
 
-def run_job(header, blob, stdin_data):
-    """Run one job; return the report dict."""
+def run_job(header, blob, fds):
+    """Run one job whose program gets ``fds`` (stdin, stdout, stderr); return the report dict."""
     inputs, offset = {}, 0
     for name, size in header["files"]:
         inputs[name] = blob[offset : offset + size]
@@ -385,10 +379,10 @@ def run_job(header, blob, stdin_data):
     }
     try:
         if header.get("warm"):
-            spare = run_job_warm(header, blob, stdin_data, inputs, report)
+            spare = run_job_warm(header, blob, fds, report)
         else:
             spare = ()
-            run_job_cold(header, blob, stdin_data, report)
+            run_job_cold(header, blob, fds, report)
         gone = kill_leftovers(spare=spare)
         wipe_as = as_sandbox_euid if header.get("warm") else as_sandbox_user
         out, ok = wipe_as(collect_and_wipe, inputs, header["extra_files_bytes"])
@@ -400,17 +394,30 @@ def run_job(header, blob, stdin_data):
     return report
 
 
-def main():
-    """Serve jobs until stdin closes."""
-    os.setgroups([])  # no supplementary groups while the effective uid is the sandbox's
+def memfd(data):
+    """A memfd holding ``data``, positioned at its start (a program's stdin)."""
+    fd = os.memfd_create("stdin")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def serve_attached():
+    """Serve jobs from stdin until it closes; the program's output goes to the container's
+    stdout/stderr, followed by the nonce-framed report (see the module docstring)."""
     while True:
         try:
             header = json.loads(read_exact(struct.unpack(">Q", read_exact(8))[0]))
         except EOFError:
             return
         blob = read_exact(header["files_size"])
-        stdin_data = read_exact(header["stdin_size"])
-        report = run_job(header, blob, stdin_data)
+        stdin_fd = memfd(read_exact(header["stdin_size"]))
+        try:
+            report = run_job(header, blob, (stdin_fd, 1, 2))
+        finally:
+            os.close(stdin_fd)
         reap()
         trailer = (
             header["nonce"].encode()
@@ -423,6 +430,69 @@ def main():
         mark = header["nonce"].encode()
         while mark:
             mark = mark[os.write(2, mark) :]
+
+
+def recv_exact(sock, n):
+    chunks = []
+    while n > 0:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise EOFError("job stream ended early")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def serve_socket(path):
+    """Serve jobs from the host's control socket at ``path`` until it closes.
+
+    Each job is an 8-byte length and a JSON header carrying three file descriptors (SCM_RIGHTS:
+    the program's stdin as a memfd, the write ends of the host's stdout and stderr pipes), then
+    the files' bytes; the answer is an 8-byte length and the JSON report. The program writes
+    straight into the host's pipes: no byte passes through dockerd or this process.
+    """
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # close-on-exec: never inherited
+    sock.connect(path)
+    fds_size = socket.CMSG_LEN(3 * array.array("i").itemsize)
+    while True:
+        try:
+            data, ancdata, _, _ = sock.recvmsg(8, fds_size)
+        except OSError:
+            return
+        fds = array.array("i")
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+        for fd in fds:
+            os.set_inheritable(fd, False)  # a cold program gets its dup2 copies on 0/1/2 only
+        try:
+            if not data:
+                return
+            head = data + (recv_exact(sock, 8 - len(data)) if len(data) < 8 else b"")
+            header = json.loads(recv_exact(sock, struct.unpack(">Q", head)[0]))
+            blob = recv_exact(sock, header["files_size"])
+            if len(fds) != 3:
+                report = {"started": False, "error": "expected 3 file descriptors"}
+            else:
+                report = run_job(header, blob, tuple(fds))
+        except EOFError:
+            return
+        finally:
+            for fd in fds:
+                os.close(fd)  # the host sees EOF on its pipes once the program is gone too
+        reap()
+        answer = json.dumps(report).encode()
+        sock.sendall(struct.pack(">Q", len(answer)) + answer)
+
+
+def main():
+    """Serve jobs until the host goes away (the control socket, or else stdin, closes)."""
+    os.setgroups([])  # no supplementary groups while the effective uid is the sandbox's
+    control = sys.argv[3] if len(sys.argv) > 3 else ""
+    if control:
+        serve_socket(control)
+    else:
+        serve_attached()
 
 
 if __name__ == "__main__":

@@ -1,15 +1,15 @@
 """The warm parent: a Python interpreter inside a sandbox that forks a fresh child per execution.
 
 Started once per sandbox instance (a long-lived bwrap sandbox, or a docker container, where the
-trusted supervisor starts it), as ``python -B -c <this source> <control fd> <config JSON>`` with
-the sandbox uid (65534), it pre-imports common standard-library modules, loads the trusted
-programs of the config (the harness's runner, sent as ``main.py`` of every Python-test run:
-its module body runs here once; a child whose ``main.py`` is byte-for-byte one of them only
-calls its ``main()`` and then ``os._exit(0)``, as the program's ``__main__`` block does), makes itself
-non-dumpable (so a child can neither ptrace it nor read its memory or file descriptors through
-/proc), ignores every catchable signal, becomes a child subreaper and says ``ready`` on the
-control socket. Then, for each request, a JSON header (argv, timeout, rlimits) with three file
-descriptors (the program's stdin, stdout, stderr; SCM_RIGHTS on a SOCK_SEQPACKET socket):
+trusted supervisor starts it), as ``python -B -c <this source> <control fd> <config JSON>``
+with the sandbox uid (65534), it pre-imports common standard-library modules, loads the trusted
+programs of the config (the harness's runner, sent as ``main.py`` of every Python-test run: its
+module body runs here once; a child whose ``main.py`` is byte-for-byte one of them only calls
+its ``main()`` and then ``os._exit(0)``, as the program's ``__main__`` block does), makes
+itself non-dumpable (so a child can neither ptrace it nor read its memory or file descriptors
+through /proc), ignores every catchable signal, becomes a child subreaper and says ``ready`` on
+the control socket. Then, for each request, a JSON header (argv, timeout, rlimits) with three
+file descriptors (the program's stdin, stdout, stderr; SCM_RIGHTS on a SOCK_SEQPACKET socket):
 
 1. forks a child: new session (its own process group), the request's rlimits, the three fds as
    0/1/2 and nothing else open, cwd ``/work``, the interpreter's start-up signal dispositions,

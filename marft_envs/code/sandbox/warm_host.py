@@ -14,11 +14,22 @@ import os
 import selectors
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["WARM_SOURCE", "WarmReply", "exchange", "preload_program", "warm_config", "warm_rlimits"]
+__all__ = [
+    "WARM_SOURCE",
+    "WarmReply",
+    "exchange",
+    "memfd_with",
+    "preload_program",
+    "read_outputs",
+    "send_with_pipes",
+    "warm_config",
+    "warm_rlimits",
+]
 
 #: Source of the warm parent, run inside the sandbox as ``python -B -c WARM_SOURCE ...``.
 WARM_SOURCE = Path(__file__).with_name("warm.py").read_text(encoding="utf-8")
@@ -48,13 +59,16 @@ def warm_config(wipe: tuple[str, ...] = ()) -> str:
 @dataclass(frozen=True)
 class WarmReply:
     """What came back from one execution. ``report`` is None when the warm parent did not
-    answer (killed, stopped or broken by the program): the result must not be used."""
+    answer (killed, stopped or broken by the program): the result must not be used.
+    ``ended`` says why reading stopped: "report", "eof" (the other side closed or sent
+    garbage), "deadline" or "overflow"."""
 
     report: dict[str, Any] | None
     stdout: bytes
     stderr: bytes
     output_exceeded: bool
     elapsed: float
+    ended: str = "report"
 
 
 def warm_rlimits(
@@ -74,18 +88,29 @@ def warm_rlimits(
     return out
 
 
-def _send(sock: socket.socket, header: dict[str, Any], stdin: bytes) -> tuple[int, int] | None:
-    """Send the request; the read ends of stdout and stderr, or None if the parent is gone."""
-    stdin_fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+def memfd_with(data: bytes) -> int:
+    """A close-on-exec memfd holding ``data``, positioned at its start (a program's stdin)."""
+    fd = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def send_with_pipes(stdin: bytes, send: Callable[[array.array], None]) -> tuple[int, int] | None:
+    """Make the program's stdin memfd and stdout/stderr pipes, hand the three fds to ``send``
+    (which passes them on with SCM_RIGHTS), and keep only the read ends: returned, or None if
+    sending failed (the other side is gone)."""
+    stdin_fd = memfd_with(stdin)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     try:
-        view = memoryview(stdin)
-        while view:
-            view = view[os.write(stdin_fd, view) :]
-        os.lseek(stdin_fd, 0, os.SEEK_SET)
-        fds = array.array("i", [stdin_fd, out_w, err_w])
-        sock.sendmsg([json.dumps(header).encode()], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        send(array.array("i", [stdin_fd, out_w, err_w]))
     except OSError:
         os.close(out_r)
         os.close(err_r)
@@ -111,14 +136,34 @@ def exchange(
     ``output_bytes`` (the caller must then discard the instance: the program may still run).
     """
     start = time.monotonic()
-    pipes = _send(sock, header, stdin)
+    message = json.dumps(header).encode()
+
+    def send(fds: array.array) -> None:
+        sock.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+
+    pipes = send_with_pipes(stdin, send)
     if pipes is None:
-        return WarmReply(None, b"", b"", False, time.monotonic() - start)
+        return WarmReply(None, b"", b"", False, time.monotonic() - start, "eof")
+    return read_outputs(pipes, sock, _recv, start, start + deadline_s, output_bytes)
+
+
+def read_outputs(
+    pipes: tuple[int, int],
+    sock: socket.socket,
+    recv: Callable[[socket.socket], dict[str, Any] | None],
+    start: float,
+    deadline: float,
+    output_bytes: int,
+) -> WarmReply:
+    """Read the program's stdout and stderr pipes (closed here) and the report (``recv(sock)``
+    once ``sock`` is readable; None: the other side is gone or broken) until the report has
+    come and both pipes are closed, the deadline passes, or a pipe goes over ``output_bytes``.
+    """
     bufs = {fd: bytearray() for fd in pipes}
     report: dict[str, Any] | None = None
     exceeded = False
-    deadline = start + deadline_s
     reported_at: float | None = None
+    ended = "report"
     sel = selectors.DefaultSelector()
     try:
         for fd in pipes:
@@ -132,13 +177,14 @@ def exchange(
             now = time.monotonic()
             end = deadline if reported_at is None else min(deadline, reported_at + _DRAIN)
             if now >= end:
+                ended = "deadline" if reported_at is None else ended
                 break
             for key, _ in sel.select(end - now):
                 if key.fileobj is sock:
-                    data = _recv(sock)
+                    data = recv(sock)
                     sel.unregister(sock)
-                    if data is None:  # the parent died: nothing it said can be trusted
-                        return WarmReply(None, b"", b"", False, time.monotonic() - start)
+                    if data is None:  # the other side died: nothing it said can be trusted
+                        return WarmReply(None, b"", b"", False, time.monotonic() - start, "eof")
                     report, reported_at = data, time.monotonic()
                     continue
                 fd = key.fd
@@ -157,7 +203,9 @@ def exchange(
         for fd in pipes:
             os.close(fd)
     out, err = (bytes(bufs[fd][:output_bytes]) for fd in pipes)
-    return WarmReply(report, out, err, exceeded, time.monotonic() - start)
+    if exceeded:
+        ended = "overflow"
+    return WarmReply(report, out, err, exceeded, time.monotonic() - start, ended)
 
 
 def _recv(sock: socket.socket) -> dict[str, Any] | None:
