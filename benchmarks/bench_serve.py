@@ -83,18 +83,23 @@ async def served_turns_per_second(url: str, sessions: int, seconds: float) -> tu
     return counts[0] / (time.perf_counter() - clock[0]), counts[0]
 
 
-async def batched_turns_per_second(url: str, sessions: int, seconds: float) -> tuple[float, int]:
-    """One `MarftBatchClient` with `sessions` sessions: each frame steps every session whose
-    episode runs and resets the finished ones (resets are not counted as turns)."""
+async def batched_turns_per_second(
+    url: str, sessions: int, seconds: float, in_flight: int = 2
+) -> tuple[float, int]:
+    """One `MarftBatchClient` with `sessions` sessions in `in_flight` groups, each group one
+    frame at a time (steps for its running episodes, resets for its finished ones; resets are not
+    counted as turns). Two groups pipeline: the server plays one frame while this side builds the
+    other."""
     from marft_envs.serve import MarftBatchClient
 
-    async with MarftBatchClient(url, sessions, message_timeout_s=120, connect_timeout_s=120) as c:
-        episodes = [0] * sessions
-        replies = await c.send(
-            [{"session": i, "type": "reset", "data": {"seed": 1000 * i}} for i in range(sessions)]
+    turns = [0]
+
+    async def group(client: Any, ids: list[int], deadline: float) -> None:
+        episodes = dict.fromkeys(ids, 0)
+        replies = await client.send(
+            [{"session": i, "type": "reset", "data": {"seed": 1000 * i}} for i in ids]
         )
-        turns, start = 0, time.perf_counter()
-        while time.perf_counter() < start + seconds:
+        while time.perf_counter() < deadline:
             items = []
             for r in replies:
                 i, data = r["session"], r["data"]
@@ -105,12 +110,16 @@ async def batched_turns_per_second(url: str, sessions: int, seconds: float) -> t
                 else:
                     agent = data["observation"]["agent"]
                     text = action(agent, data["observation"]["view"]["round"])
-                    items.append(
-                        {"session": i, "type": "step", "data": {"agent": agent, "text": text}}
-                    )
-                    turns += 1
-            replies = await c.send(items)
-        return turns / (time.perf_counter() - start), turns
+                    step = {"agent": agent, "text": text}
+                    items.append({"session": i, "type": "step", "data": step})
+                    turns[0] += 1
+            replies = await client.send(items)
+
+    async with MarftBatchClient(url, sessions, message_timeout_s=120, connect_timeout_s=120) as c:
+        start = time.perf_counter()
+        groups = [list(range(sessions))[g::in_flight] for g in range(in_flight)]
+        await asyncio.gather(*(group(c, ids, start + seconds) for ids in groups))
+        return turns[0] / (time.perf_counter() - start), turns[0]
 
 
 def cpu_seconds(pid: int) -> float:

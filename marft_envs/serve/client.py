@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Self, TypeVar
 
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
+from websockets.exceptions import ConnectionClosed
 
 from ..errors import EnvOrderError
 from .batch import BATCH_PATH, dumps, loads
@@ -140,26 +142,42 @@ class MarftBatchClient:
         self.env_id: str | None = None
         self.agents: list[str] = []
         self._ws: Any = None
+        self._pending: deque[asyncio.Future[list[dict[str, Any]]]] = deque()
+        self._reader: asyncio.Task[None] | None = None
+        self._error: RuntimeError | None = None  # why the connection ended, once it has
 
     async def connect(self) -> Self:
         """Open the connection and its sessions (a refusal, e.g. capacity, raises here)."""
         from websockets.asyncio.client import connect
 
         if self._ws is None:
-            self._ws = await connect(
+            ws = await connect(
                 self.url,
                 open_timeout=self.connect_timeout_s,
                 max_size=self.max_size,
                 compression=None,  # CPU-bound sessions: see app.WS_DEFLATE
             )
-            hello = await self._receive()
-            self.env_id, self.agents = hello["data"]["env_id"], hello["data"]["agents"]
+            try:
+                hello = await asyncio.wait_for(ws.recv(), self.message_timeout_s)
+            except ConnectionClosed as e:
+                raise _closed(e) from None
+            message = loads(hello)
+            if message.get("type") == "error":
+                await ws.close()
+                raise server_error(message["data"])
+            self.env_id, self.agents = message["data"]["env_id"], message["data"]["agents"]
+            self._ws, self._pending = ws, deque()
+            self._reader = asyncio.get_running_loop().create_task(self._read_replies(ws))
         return self
 
     async def close(self) -> None:
         if self._ws is not None:
             ws, self._ws = self._ws, None
+            self._error = RuntimeError("this client was closed: open a new one")
             await ws.close()
+        if self._reader is not None:
+            await self._reader  # it ends with the connection, failing what is still pending
+            self._reader = None
 
     async def __aenter__(self) -> Self:
         return await self.connect()
@@ -168,10 +186,23 @@ class MarftBatchClient:
         await self.close()
 
     async def send(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Send one frame of ``{session, type, data}`` items; the server's reply items, in order."""
+        """Send one frame of ``{session, type, data}`` items; the server's reply items, in order.
+
+        Calls may overlap (``asyncio.gather``, or tasks each driving some of the sessions): their
+        frames are pipelined on the one connection, so the server works on one frame while this
+        side builds the next; replies come back in the order the frames were sent.
+        """
+        if self._ws is None and self._error is not None:
+            raise self._error  # its sessions are gone with it: open a new client
         await self.connect()
-        await self._ws.send(dumps({"type": "batch", "data": items}))
-        return (await self._receive())["data"]
+        reply: asyncio.Future[list[dict[str, Any]]] = asyncio.get_running_loop().create_future()
+        self._pending.append(reply)
+        try:
+            await self._ws.send(dumps({"type": "batch", "data": items}))
+        except ConnectionClosed:
+            pass  # the reader fails ``reply`` with the server's reason for closing
+        # shield: a timed-out call leaves its future queued, so later replies stay paired
+        return await asyncio.wait_for(asyncio.shield(reply), self.message_timeout_s)
 
     async def reset(
         self, sessions: Mapping[int, Mapping[str, Any]]
@@ -197,19 +228,29 @@ class MarftBatchClient:
         """The blocking form of this client (its own event loop)."""
         return SyncMarftBatchClient(self)
 
-    async def _receive(self) -> dict[str, Any]:
-        from websockets.exceptions import ConnectionClosed
-
+    async def _read_replies(self, ws: Any) -> None:
+        """Hand each reply frame to the oldest call waiting (the server answers in order)."""
+        error: RuntimeError | None = None
         try:
-            raw = await asyncio.wait_for(self._ws.recv(), self.message_timeout_s)
+            while True:
+                message = loads(await ws.recv())  # ConnectionClosed carries the server's reason
+                reply = self._pending.popleft()
+                if reply.done():  # its caller timed out
+                    continue
+                if message.get("type") == "error":  # a frame the server could not read
+                    reply.set_exception(server_error(message["data"]))
+                else:
+                    reply.set_result(message["data"])
         except ConnectionClosed as e:
-            self._ws = None
-            reason = e.rcvd.reason if e.rcvd is not None else ""
-            raise RuntimeError(f"the server closed the connection: {reason or e}") from None
-        message = loads(raw)
-        if message.get("type") == "error":
-            raise server_error(message["data"])
-        return message
+            error = _closed(e)
+        finally:
+            error = error or RuntimeError("the connection to the server was closed")
+            if self._ws is ws:
+                self._ws, self._error = None, error
+            while self._pending:
+                reply = self._pending.popleft()
+                if not reply.done():
+                    reply.set_exception(error)
 
     @staticmethod
     def _results(replies: list[dict[str, Any]], parse: Callable[[Any], T]) -> dict[int, T]:
@@ -260,6 +301,11 @@ class SyncMarftBatchClient:
 
     def state(self, sessions: Iterable[int] | None = None) -> dict[int, MarftState]:
         return self._loop.run_until_complete(self.client.state(sessions))
+
+
+def _closed(e: ConnectionClosed) -> RuntimeError:
+    reason = e.rcvd.reason if e.rcvd is not None else ""
+    return RuntimeError(f"the server closed the connection: {reason or e}")
 
 
 def _ws_url(base_url: str) -> str:

@@ -1,0 +1,216 @@
+"""The batched extension ``/marft/ws``: many sessions on one connection, one frame for all.
+
+Each session must play exactly as a ``/ws`` session (and so as in process); a bad item gets the
+error ``/ws`` would send, and the frame's other items are still played.
+"""
+
+import asyncio
+import contextlib
+import json
+import time
+
+import pytest
+
+pytest.importorskip("openenv")
+
+import websockets.sync.client as ws_sync
+
+from marft_envs import EnvOrderError
+from marft_envs.serve import (
+    BATCH_PATH,
+    BatchError,
+    MarftAction,
+    MarftBatchClient,
+    MarftEnvClient,
+    batch,
+)
+from marft_envs.serve.testing import running_server
+from tests.serve.test_serve import ENV_ID, in_process_trace, served_point
+
+
+@pytest.fixture(scope="module")
+def server():
+    with running_server(ENV_ID, max_sessions=16) as url:
+        yield url
+
+
+async def batched_traces(url, seeds, actions, in_flight):
+    """Every seed's episode in its own session of one connection, ``in_flight`` frames at once."""
+    traces = {}
+    async with MarftBatchClient(url, sessions=len(seeds)) as client:
+
+        async def group(ids):
+            results = await client.reset({i: {"seed": seeds[i]} for i in ids})
+            for i in ids:
+                traces[i] = [served_point(results[i])]
+            turn = 0
+            while ids := [i for i in ids if turn < len(actions[i])]:
+                steps = {
+                    i: MarftAction(agent=actions[i][turn][0], text=actions[i][turn][1]) for i in ids
+                }
+                for i, r in (await client.step(steps)).items():
+                    traces[i].append(served_point(r))
+                turn += 1
+
+        await asyncio.gather(
+            *(group(list(range(len(seeds)))[g::in_flight]) for g in range(in_flight))
+        )
+    return [traces[i] for i in range(len(seeds))]
+
+
+@pytest.mark.parametrize(
+    "env_id, overrides, in_flight, slow_grade_s",
+    [
+        (ENV_ID, {}, 1, batch.SLOW_GRADE_S),
+        (ENV_ID, {}, 2, 0.0),  # pipelined frames; every grade "slow": the pool's path
+        ("arith-2agent", {"horizon": 3, "feedback": "verdict", "reward_to": "last"}, 2, 0.0),
+    ],
+)
+def test_batched_sessions_equal_in_process(env_id, overrides, in_flight, slow_grade_s, monkeypatch):
+    monkeypatch.setattr(batch, "SLOW_GRADE_S", slow_grade_s)
+    seeds = list(range(24))
+    expected = [in_process_trace(env_id, overrides, s) for s in seeds]
+    with running_server(env_id, max_sessions=32, **overrides) as url:
+        got = asyncio.run(batched_traces(url, seeds, [a for a, _ in expected], in_flight))
+    for s, trace, (_, want) in zip(seeds, got, expected, strict=True):
+        assert trace == want, f"seed {s}: batched episode differs from in-process"
+
+
+def test_a_batched_session_equals_a_ws_session_with_seats_and_server_policies(server):
+    with (
+        MarftBatchClient(server, sessions=2).sync() as envs,
+        MarftEnvClient(base_url=server).sync() as one,
+    ):
+        assert envs.client.agents == ["reasoner_0", "actor_1", "verifier_2"]
+        fields = {"seed": 3, "seats": ["actor_1"], "others": "oracle", "episode_id": "e"}
+        b = envs.reset({1: fields})[1]
+        w = one.reset(**fields)
+        assert served_point(b) == served_point(w) and b.metadata == w.metadata
+        act = {1: MarftAction(agent="actor_1", text="\\boxed{5}")}
+        b, w = envs.step(act)[1], one.step(act[1])
+        assert served_point(b) == served_point(w) and b.done and b.metadata == w.metadata
+        state = envs.state([1])[1]
+        assert state.model_dump() == one.state().model_dump()
+        assert state.episode_id == "e" and state.seats == ["actor_1"]
+
+
+def test_bad_items_get_the_ws_errors_and_the_rest_of_the_frame_is_played(server):
+    with MarftBatchClient(server, sessions=5).sync() as envs:
+        envs.reset({i: {"seed": i} for i in range(3)})
+        items = [
+            {"session": 0, "type": "step", "data": {"agent": "reasoner_0", "text": "fine"}},
+            {"session": 1, "type": "step", "data": {"agent": "actor_1", "text": "not my turn"}},
+            {"session": 2, "type": "step", "data": {"agent": "reasoner_0"}},  # no text
+            {"session": 3, "type": "step", "data": {"agent": "reasoner_0", "text": "no reset"}},
+            {"session": 0, "type": "state"},  # twice in one frame
+            {"session": 9, "type": "state"},
+            {"session": 2.0, "type": "state"},
+            {"session": 4, "type": "teleport"},
+            "not an item",
+        ]
+        replies = envs.send(items)
+        assert [r["session"] for r in replies] == [0, 1, 2, 3, 0, None, None, 4, None]
+        assert replies[0]["type"] == "observation"
+        assert replies[0]["data"]["observation"]["agent"] == "actor_1"
+        codes = [r["data"].get("code") for r in replies[1:]]
+        assert codes == ["EXECUTION_ERROR", "VALIDATION_ERROR", "EXECUTION_ERROR"] + [
+            "VALIDATION_ERROR"
+        ] * 3 + ["UNKNOWN_TYPE", "VALIDATION_ERROR"]
+        assert "it is 'reasoner_0''s turn" in replies[1]["data"]["message"]
+        assert replies[2]["data"]["errors"][0]["loc"] == ["text"]
+        assert "reset" in replies[3]["data"]["message"]
+        assert "twice in one frame" in replies[4]["data"]["message"]
+        assert "0..4" in replies[5]["data"]["message"]
+
+        # the typed calls: the good session's result rides on the error; order errors keep type
+        with pytest.raises(BatchError) as caught:
+            envs.step(
+                {
+                    0: MarftAction(agent="actor_1", text="fine"),
+                    3: MarftAction(agent="reasoner_0", text="still no reset"),
+                }
+            )
+        assert list(caught.value.results) == [0]
+        assert caught.value.results[0].observation.agent == "verifier_2"
+        assert isinstance(caught.value.errors[3], EnvOrderError)
+        # nothing above changed session 1 or 2: they play on from their first turn
+        results = envs.step({i: MarftAction(agent="reasoner_0", text="go") for i in (1, 2)})
+        assert {i: r.observation.agent for i, r in results.items()} == {1: "actor_1", 2: "actor_1"}
+
+
+@contextlib.contextmanager
+def raw_batch_ws(url, sessions):
+    """A plain WebSocket on the batched endpoint, and the server's first frame."""
+    url = url.replace("http://", "ws://") + f"{BATCH_PATH}?sessions={sessions}"
+    with ws_sync.connect(url) as ws:
+        yield ws, json.loads(ws.recv(timeout=30))
+
+
+def test_malformed_frames_are_errors_and_the_connection_lives(server):
+    with raw_batch_ws(server, 1) as (ws, hello):
+        assert hello == {
+            "type": "open",
+            "data": {
+                "sessions": 1,
+                "env_id": ENV_ID,
+                "agents": ["reasoner_0", "actor_1", "verifier_2"],
+            },
+        }
+        for frame, code in [
+            ("{not json", "INVALID_JSON"),
+            ("[1, 2]", "UNKNOWN_TYPE"),
+            ('{"type": "step", "data": {}}', "UNKNOWN_TYPE"),
+            ('{"type": "batch", "data": {"session": 0}}', "VALIDATION_ERROR"),
+        ]:
+            ws.send(frame)
+            reply = json.loads(ws.recv(timeout=30))
+            assert reply["type"] == "error" and reply["data"]["code"] == code, frame
+        ws.send(
+            json.dumps(
+                {"type": "batch", "data": [{"session": 0, "type": "reset", "data": {"seed": 1}}]}
+            ).encode()
+        )
+        reply = json.loads(ws.recv(timeout=30))  # a binary frame is read as JSON too
+        assert (
+            reply["type"] == "batch"
+            and reply["data"][0]["data"]["observation"]["agent"] == "reasoner_0"
+        )
+
+
+def test_capacity_is_counted_in_sessions_and_freed_on_close():
+    with running_server(ENV_ID, max_sessions=4) as url:
+        for n in ("0", "5", "two"):
+            with raw_batch_ws(url, n) as (_, reply):
+                assert (
+                    reply["data"]["code"] == "VALIDATION_ERROR"
+                    and "1..4" in reply["data"]["message"]
+                )
+        first = MarftBatchClient(url, sessions=3).sync().connect()
+        refused = MarftBatchClient(url, sessions=2).sync()
+        with pytest.raises(RuntimeError, match="CAPACITY_REACHED"):
+            refused.connect()
+        refused.close()
+        with MarftBatchClient(url, sessions=1).sync() as last:  # the fourth slot is still free
+            assert last.reset({0: {"seed": 0}})[0].observation.agent == "reasoner_0"
+        first.close()
+        deadline = time.monotonic() + 10
+        while True:  # the server frees the sessions when it sees the close
+            try:
+                with MarftBatchClient(url, sessions=4).sync() as envs:
+                    assert len(envs.reset({i: {} for i in range(4)})) == 4
+                break
+            except RuntimeError as e:
+                assert "CAPACITY_REACHED" in str(e) and time.monotonic() < deadline
+                time.sleep(0.1)
+
+
+def test_an_idle_connection_is_closed_with_the_reason():
+    with running_server(ENV_ID, max_sessions=2, session_timeout_s=0.5) as url:
+        envs = MarftBatchClient(url, sessions=2).sync().connect()
+        envs.reset({0: {"seed": 0}})
+        time.sleep(1.5)
+        with pytest.raises(RuntimeError, match="idle longer than the session timeout"):
+            envs.step({0: MarftAction(agent="reasoner_0", text="late")})
+        envs.close()
+        with MarftBatchClient(url, sessions=2).sync() as fresh:  # its sessions were freed
+            assert fresh.reset({1: {"seed": 1}})[1].observation.agent == "reasoner_0"
