@@ -157,6 +157,12 @@ def run_group(names: list[str], settings: dict, log_dir: Path, progress=print) -
             children[n] = Child(n, settings, log_dir)
             progress(f"{n}: loaded in {children[n].ready['load_s']:.1f}s")
         for n in evaluated:
+            if settings.get("before_once") and n != evaluated[0]:
+                # every system of the group starts from the same weights (LoRA starts as the
+                # identity) and the evaluator is greedy: the first system's evaluation is theirs
+                results[n]["before"] = results[evaluated[0]]["before"]
+                results[n]["before_shared"] = evaluated[0]
+                continue
             out = children[n].ask("eval")
             results[n]["before"] = out["scores"]
             progress(f"{n}: before {mean(out['scores']):.3f} ({out['wall_s']:.0f}s)")
@@ -221,9 +227,11 @@ def table(summaries: dict[str, dict], settings: dict) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = [" | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     lines.insert(1, "-+-".join("-" * w for w in widths))
+    once = ("; before: one evaluation per group (same starting weights)"
+            if settings.get("before_once") else "")
     out = [f"model {settings['model']}, seed {settings['seed']}, median of {settings['iterations']} "
            f"iterations after {settings['warmup']} warm-up, 32 generated responses per iteration, "
-           f"{settings['eval_problems']} greedy test problems", *lines, ""]
+           f"{settings['eval_problems']} greedy test problems{once}", *lines, ""]
     for ours, peer in PAIRS:
         if ours in summaries and peer in summaries:
             a, b = summaries[ours], summaries[peer]
@@ -248,6 +256,9 @@ def main(argv=None) -> int:
     p.add_argument("--samples", type=int, default=4, help="samples per problem (the group size K)")
     p.add_argument("--comlrl-full-lr", type=float, default=5e-6,
                    help="CoMLRL full fine-tune learning rate (its MAGRPOConfig default)")
+    p.add_argument("--before-once", action="store_true",
+                   help="evaluate the untrained model once per group (the first system) and give "
+                        "that evaluation to the group's other systems, which start from the same weights")
     p.add_argument("--malloc", action="store_true", help="also time ours with MALLOC_MMAP_THRESHOLD_")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", default="runs/bench_peers")
@@ -268,7 +279,8 @@ def main(argv=None) -> int:
     settings = {"model": args.model, "seed": args.seed, "iterations": args.iterations, "warmup": args.warmup,
                 "eval_problems": args.eval_problems, "problems": args.problems,
                 "seat_problems": args.seat_problems, "samples": args.samples,
-                "comlrl_full_lr": args.comlrl_full_lr, "threads": args.threads}
+                "comlrl_full_lr": args.comlrl_full_lr, "threads": args.threads,
+                "before_once": args.before_once}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
