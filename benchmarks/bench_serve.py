@@ -215,7 +215,7 @@ def main() -> None:
         f"bench_serve  env={args.env}  cores={os.cpu_count()}  load average={load:.1f}  "
         f"sessions={args.sessions}  seconds={args.seconds:g}  repeats={args.repeats} (medians)"
     )
-    print(f"  in-process (one env, sequential)            {local_m:10.1f} agent-turns/s")
+    print(f"  in-process (one env, sequential)           {local_m:10.1f} agent-turns/s")
     for name, runs in (
         ("OpenEnv /ws, a connection each", plain),
         ("batched /marft/ws, one connection", batched),
@@ -226,7 +226,7 @@ def main() -> None:
         )
     for name, ratio in ratios.items():
         print(
-            f"  served / in-process, {name:<10}              {ratio:10.1%}   "
+            f"  served / in-process, {name:<10}            {ratio:10.1%}   "
             f"(target >= {TARGET:.0%}: "
             f"{'met' if ratio >= TARGET else 'MISSED'})"
         )

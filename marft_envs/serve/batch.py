@@ -238,7 +238,7 @@ def add_batch_route(
             while True:
                 try:
                     message = await asyncio.wait_for(websocket.receive(), session_timeout_s)
-                except TimeoutError:
+                except asyncio.TimeoutError:  # not yet TimeoutError on Python 3.10
                     await websocket.close(1000, "idle longer than the session timeout")
                     return
                 if message["type"] == "websocket.disconnect":

@@ -16,7 +16,7 @@ import contextlib
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from openenv.core.client_types import StepResult
 from openenv.core.env_client import EnvClient
@@ -25,6 +25,9 @@ from websockets.exceptions import ConnectionClosed
 from ..errors import EnvOrderError
 from .batch import BATCH_PATH, dumps, loads
 from .models import MarftAction, MarftObservation, MarftState
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self needs Python 3.11
 
 T = TypeVar("T")
 
