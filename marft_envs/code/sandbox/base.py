@@ -201,7 +201,7 @@ class Sandbox(ABC):
         self,
         program: str,
         *,
-        stdin: str = "",
+        stdin: str | bytes = "",
         timeout: float | None = None,
         files: Mapping[str, str | bytes] | None = None,
         argv: list[str] | None = None,

@@ -143,8 +143,10 @@ def collect_and_wipe(inputs, budget):
                 break
             path = os.path.join(dirpath, fname)
             rel = os.path.relpath(path, WORK)
+            if rel == "main.py":  # never returned: not read
+                continue
             data = read_regular(path, budget)
-            if data is None or rel == "main.py" or inputs.get(rel) == data:
+            if data is None or inputs.get(rel) == data:
                 continue
             found[rel] = base64.b64encode(data).decode()
             budget -= len(data)

@@ -50,8 +50,10 @@ def collect(workdir: str, inputs: Mapping[str, bytes], max_bytes: int) -> dict[s
                 return found
             path = os.path.join(dirpath, fname)
             rel = os.path.relpath(path, workdir)
+            if rel == PROGRAM_FILE:  # never returned: not read (the runner is ~12 kB)
+                continue
             data = read_regular(path, budget)
-            if data is None or rel == PROGRAM_FILE or inputs.get(rel) == data:
+            if data is None or inputs.get(rel) == data:
                 continue
             found[rel] = data
             budget -= len(data)
