@@ -61,19 +61,16 @@ class BatchSessions:
     """The sessions of one ``/marft/ws`` connection and how one frame's items are run on them.
 
     Items that grade nothing run on the event loop, one after another (a few tens of
-    microseconds each); steps that may grade (verifier workers, code sandboxes) run together on
-    ``pool``'s threads during one hop off the loop, so slow verdicts overlap one another and never
-    stall other connections.
+    microseconds each); the steps that may grade (verifier workers, code sandboxes) run during one
+    hop off the loop (:meth:`grade`), so a slow verdict never stalls other connections.
     """
 
     def __init__(self, envs: Sequence[MarftEnvironment], pool: ThreadPoolExecutor):
         self.envs = list(envs)
         self.pool = pool
 
-    async def run(self, items: Any) -> list[dict[str, Any]]:
+    async def run(self, items: list[Any]) -> list[dict[str, Any]]:
         """The reply items of one frame's ``data`` (a list of ``{session, type, data}``)."""
-        if not isinstance(items, list):
-            raise ValueError(f"a batch's data must be a list of messages, got {items!r:.80}")
         replies: list[dict[str, Any]] = []
         graded: list[tuple[int, MarftEnvironment, MarftAction]] = []
         seen: set[int] = set()
@@ -263,11 +260,12 @@ def add_batch_route(
                         )
                     )
                     continue
-                try:
-                    replies = await sessions.run(frame.get("data"))
-                except ValueError as e:
-                    await websocket.send_text(dumps(error(str(e), "VALIDATION_ERROR")))
+                items = frame.get("data")
+                if not isinstance(items, list):
+                    why = f"a batch's data must be a list of messages, got {items!r:.80}"
+                    await websocket.send_text(dumps(error(why, "VALIDATION_ERROR")))
                     continue
+                replies = await sessions.run(items)
                 await websocket.send_text(dumps({"type": "batch", "data": replies}))
         except WebSocketDisconnect:
             pass
