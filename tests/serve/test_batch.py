@@ -214,3 +214,21 @@ def test_an_idle_connection_is_closed_with_the_reason():
         envs.close()
         with MarftBatchClient(url, sessions=2).sync() as fresh:  # its sessions were freed
             assert fresh.reset({1: {"seed": 1}})[1].observation.agent == "reasoner_0"
+
+
+def test_a_plain_openenv_client_plays_over_ws_beside_a_batched_connection(server):
+    """OpenEnv's own GenericEnvClient (no marft code) on /ws, while /marft/ws sessions play."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    with (
+        MarftBatchClient(server, sessions=2).sync() as envs,
+        GenericEnvClient(base_url=server).sync() as plain,
+    ):
+        envs.reset({0: {"seed": 5}, 1: {"seed": 6}})
+        r = plain.reset(seed=5)
+        while not r.done:
+            agent = r.observation["agent"]
+            r = plain.step({"agent": agent, "text": "\\boxed{1}"})
+            b = envs.step({0: MarftAction(agent=agent, text="\\boxed{1}")})[0]
+            assert b.observation.agent == r.observation["agent"] and b.done == r.done
+        assert r.metadata["verdict"] == b.metadata["verdict"]
