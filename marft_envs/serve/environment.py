@@ -216,7 +216,7 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
         acted: Sequence[str] = (),
     ) -> dict[str, Any]:
         # Built once as plain data in the wire format: the batched endpoint sends it as is, and
-        # OpenEnv's path wraps it in a MarftObservation without validating it again.
+        # OpenEnv's path wraps it in a MarftObservation (which OpenEnv dumps back to this).
         env, u = self.env, self.env.unwrapped
         acted = list(acted) + [a for a, _ in server_turns]
         over = episode_over(env)
@@ -252,11 +252,6 @@ class MarftEnvironment(Environment[MarftAction, MarftObservation, MarftState]):
 
 
 def as_observation(reply: dict[str, Any]) -> MarftObservation:
-    """The :class:`MarftObservation` of a reply built by :meth:`MarftEnvironment._reply`.
-
-    ``model_construct``: the fields are the server's own, of the declared types, so validating
-    them again (the chat messages item by item) would only cost time on every turn.
-    """
-    return MarftObservation.model_construct(
-        done=reply["done"], reward=reply["reward"], **reply["observation"]
-    )
+    """The :class:`MarftObservation` of a reply built by :meth:`MarftEnvironment._reply`
+    (validated: skipping that with ``model_construct`` saves about 2 us of a turn's 250)."""
+    return MarftObservation(done=reply["done"], reward=reply["reward"], **reply["observation"])
