@@ -109,7 +109,8 @@ class Child:
     """A system's process, driven command by command."""
 
     def __init__(self, name: str, settings: dict, log_dir: Path):
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # OpenMP's pool as wide as torch's (torch.set_num_threads in the child)
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(settings["threads"])}
         if name == "ours-mmap":
             env.update(MMAP_ENV)
         else:
