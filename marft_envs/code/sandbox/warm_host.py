@@ -55,9 +55,10 @@ def preload_program(source: str) -> None:
         _TRUSTED.append(source)
 
 
-def warm_config(wipe: tuple[str, ...] = ()) -> str:
-    """The warm parent's configuration argument (JSON): dirs to wipe, trusted programs."""
-    return json.dumps({"wipe": list(wipe), "trusted": list(_TRUSTED)})
+def warm_config(wipe: tuple[str, ...] = (), *, sysv: bool = True) -> str:
+    """The warm parent's configuration argument (JSON): dirs to wipe, trusted programs, and
+    whether it checks System V IPC after each run (``sysv=False`` where the caller does)."""
+    return json.dumps({"wipe": list(wipe), "trusted": list(_TRUSTED), "sysv": sysv})
 
 
 @dataclass(frozen=True)
