@@ -308,8 +308,16 @@ def make_handoff_trainer(magrpo):
                 prompts = [self.answerer_prompt(batch_items[0], s) for s in solver]
                 out = self._generate_per_prompt(agent, batch_items, agent_idx, prompts, max_new_tokens)
             self.gen_seconds += time.perf_counter() - t0
-            self.gen_tokens += sum(out["response_lens"])
+            self.gen_tokens += sum(self.reply_length(t, agent_idx) for t in out["completion_input_ids"][0])
             return out
+
+        def reply_length(self, tokens, agent_idx: int) -> int:
+            """Generated tokens up to and including the first EOS (or pad), as ours counts;
+            CoMLRL's ``response_lens`` counts to the first pad, which ``generate`` fills with
+            the generation config's pad id (EOS for SmolLM2), not CoMLRL's."""
+            tok = self.tokenizers[agent_idx]
+            ends = {tok.eos_token_id, tok.pad_token_id}
+            return next((i + 1 for i, t in enumerate(tokens.tolist()) if t in ends), len(tokens))
 
         def _generate_per_prompt(self, agent, batch_items, agent_idx, prompts, max_new_tokens):
             """One sampled reply per prompt, in one left-padded ``generate`` call with CoMLRL's
@@ -318,8 +326,9 @@ def make_handoff_trainer(magrpo):
             rows = [tokenizer(p, truncation=True)["input_ids"] for p in prompts]
             ids, mask = left_pad(rows, tokenizer.pad_token_id)
             kwargs = {"do_sample": True, "temperature": self.args.temperature, "top_p": self.args.top_p,
-                      "num_beams": 1, "max_new_tokens": max_new_tokens, "return_dict_in_generate": True,
-                      "pad_token_id": tokenizer.pad_token_id}
+                      "num_beams": 1, "max_new_tokens": max_new_tokens, "return_dict_in_generate": True}
+            # no pad_token_id: as in CoMLRL's own call, generate pads finished replies with its
+            # generation config's pad id, so both agents' completions end alike
             if self.args.top_k is not None:
                 kwargs["top_k"] = self.args.top_k
             training = agent.training
