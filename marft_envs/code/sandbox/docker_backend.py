@@ -75,6 +75,7 @@ class _Container:
     raw: socket.socket
     runs: int = 0
     transport: str = "attach"
+    control_dir: str = ""  # the host directory the socket was in (removed once connected)
 
 
 def _docker_client(timeout: int = 60):
@@ -248,7 +249,7 @@ class DockerSandbox(Sandbox):
             listener.close()
             shutil.rmtree(top, ignore_errors=True)
         conn.settimeout(None)
-        return _Container(c.id, self._python, conn, conn, transport="socket")
+        return _Container(c.id, self._python, conn, conn, transport="socket", control_dir=top)
 
     def _remove(self, container: _Container) -> None:
         """Stop a container for good. The attach socket goes first: while it holds unread
