@@ -8,8 +8,12 @@ the trusted supervisor (`supervisor.py`, the container's PID 1, running as
 root) uses: it starts each program as uid 65534 (no capabilities at all), kills
 it at the time limit, kills anything it left running, collects its files and
 wipes the writable dirs, so the next run in the same container starts clean.
-Jobs and results travel over the container's attached stdin/stdout, so a run
-costs no ``docker exec`` (runc) start. The host enforces a second, outer
+Jobs travel over a unix socket the supervisor connects to (bind-mounted from the
+host, removed once connected), with the host's memfd and pipes as the program's
+stdin, stdout and stderr, so no byte of a run passes through dockerd and a run
+costs no ``docker exec`` (runc) start; a daemon that cannot bind-mount this
+machine's directories uses the container's attached streams instead
+(``transport="attach"``). The host enforces a second, outer
 wall-time limit and the output limit by reading the stream with a deadline and
 a byte cap; when either fires, or the supervisor's report is missing or says
 the wipe failed, the container is discarded and replaced in the background.

@@ -1,21 +1,25 @@
 """The trusted supervisor: PID 1 of every pooled docker container, running one program per job.
 
 The docker backend starts each container with this file's source as
-``python -S -c <source>``, as root in a container whose only capabilities are
-SETUID, SETGID and KILL, and keeps its stdin/stdout attached. Jobs arrive one
-after another on stdin: an 8-byte big-endian header length, a JSON header
-(nonce, files, sizes, limits), the files' bytes, then the program's stdin. For
-each job the supervisor
+``python -S -c <source> <warm parent source> <warm config> [<control socket path>]``, as root
+in a container whose only capabilities are SETUID, SETGID and KILL. With a control socket path
+(the default transport) it connects to the host's unix socket there, bind-mounted from the
+host, and jobs arrive on it: an 8-byte big-endian header length with three file descriptors
+(the program's stdin as a memfd, the write ends of the host's stdout and stderr pipes), a JSON
+header (files, sizes, limits), then the files' bytes. Without one (the attach transport) jobs
+arrive on stdin (length, header, files, then the program's stdin) and the program's output goes
+to the container's stdout/stderr. For each job the supervisor
 
-1. forks the program: new session, rlimits, stdin from a memfd, uid/gid 65534
-   (which clears every capability), writes the job's files into /work, then
+1. forks the program: new session, rlimits, the job's stdin/stdout/stderr on 0/1/2, uid/gid
+   65534 (which clears every capability), writes the job's files into /work, then
    ``exec python -B main.py *argv``;
 2. waits up to the time limit, then SIGKILLs the program's session;
 3. SIGKILLs every other process left in the container (daemons the program
    forked), waits until they are gone;
 4. collects the files the program wrote and wipes /work, /tmp and /dev/shm
    (again as uid 65534 in a helper);
-5. prints a trailer ``<nonce><base64 JSON><nonce>`` on stdout, then ``<nonce>`` on stderr.
+5. sends its report: a length-prefixed JSON message on the control socket, or (attach) a
+   trailer ``<nonce><base64 JSON><nonce>`` on stdout, then ``<nonce>`` on stderr.
 
 With ``"warm": true`` in the header, step 1 instead hands the job to a warm parent
 (``warm.py``, whose source is this file's first argument): a uid-65534 interpreter, started
@@ -25,8 +29,9 @@ left and wipes; it never trusts a warm parent that does not answer in time: it k
 reports ``warm_failed``, and the host runs the job again cold.
 
 The program runs as another uid, so it cannot signal, ptrace or fake the
-supervisor; the nonce (read from stdin, never on a command line) keeps it from
-forging a trailer. The program's stdout/stderr go straight to the attached container streams.
+supervisor, nor reach the control socket (its directory is root-only, and the host removes
+it and stops listening once this supervisor has connected); on the attach stream the nonce
+(read from stdin, never on a command line) keeps it from forging a trailer.
 The file must stay self-contained: standard library only, no package imports.
 """
 
