@@ -387,10 +387,14 @@ def seat_models(
 
 def model_label(models: Mapping[str, ModelDir]) -> str:
     """The bundle's ``model`` for model directories: the directory's name (an adapter's with
-    its base), or ``seat=label`` for each seat when the seats differ."""
+    its base: a Hub id or built-in name, a local base directory's name), or ``seat=label`` for
+    each seat when the seats differ."""
 
     def one(m: ModelDir) -> str:
-        return f"{m.base} + LoRA {m.path.name}" if m.base else m.path.name
+        if not m.base:
+            return m.path.name
+        base = Path(m.base).name if Path(m.base).is_absolute() else m.base  # a local directory
+        return f"{base} + LoRA {m.path.name}"
 
     dirs = set(models.values())
     if len(dirs) == 1:

@@ -347,7 +347,8 @@ class ModelDir:
     """A model directory, classified by :func:`inspect_model_dir`.
 
     ``kind`` is one of :data:`MODEL_DIR_KINDS`; ``base`` is the base model of a PEFT adapter (a
-    built-in name, a local directory or a Hub id), ``None`` for the other kinds.
+    built-in name, a local directory as an absolute path, or a Hub id), ``None`` for the other
+    kinds.
     """
 
     path: Path
@@ -408,7 +409,11 @@ def inspect_model_dir(path: str | Path, base: str | None = None) -> ModelDir:
                 f"the PEFT adapter {where} names no base model (adapter_config.json has no "
                 "base_model_name_or_path): pass the model it was trained on with --base"
             )
-        return ModelDir(where, PEFT_ADAPTER, str(chosen))
+        chosen = str(chosen)
+        local = Path(chosen).expanduser()
+        if chosen not in BUILTIN_MODELS and local.is_dir():
+            chosen = str(local.resolve())  # as load_base reads it, whatever the working directory
+        return ModelDir(where, PEFT_ADAPTER, chosen)
     if base is not None:
         raise ModelNotFoundError(
             f"--base {base!r} is for a PEFT adapter directory, and {where} is not one "

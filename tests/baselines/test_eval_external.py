@@ -12,7 +12,6 @@ from baselines import marft
 from baselines.core.models import (
     CAUSAL_LM,
     PEFT_ADAPTER,
-    ModelNotFoundError,
     build_char_tokenizer,
     build_tiny_model,
     inspect_model_dir,
@@ -25,7 +24,9 @@ ENV = "arith-2agent"  # procedural: no data needed
 EVAL = 3
 # peft (in this file's own get_peft_model and PeftModel calls) reads a deprecated transformers API
 pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing:FutureWarning")
-SMALL = ["model.max_new_tokens=8", "env.num_envs=2", f"env.eval_episodes={EVAL}", "train.device=cpu"]
+SMALL = [
+    "model.max_new_tokens=8", "env.num_envs=2", f"env.eval_episodes={EVAL}", "train.device=cpu",
+]
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +119,17 @@ def test_the_merged_adapter_computes_what_peft_computes(dirs):
     assert torch.allclose(got, peft, atol=1e-5) and not torch.allclose(got, plain, atol=1e-3)
 
 
+def test_a_local_base_is_recorded_by_its_absolute_path(dirs, monkeypatch):
+    """``--base sft-model/`` relative to the working directory: the bundle names the base so it
+    can be found again from anywhere, and the label keeps the directory's name."""
+    monkeypatch.chdir(dirs["root"])
+    found = inspect_model_dir("lora-no-base", base="sft-model/")
+    assert found.base == str(dirs["full"].resolve())
+    assert found.describe()["base"] == str(dirs["full"].resolve())
+    assert eval_cli.model_label({"reasoner_0": found}) == "sft-model + LoRA lora-no-base"
+    assert inspect_model_dir("lora-no-base", base="tiny-random").base == "tiny-random"
+
+
 def test_each_seat_plays_its_own_model_directory(dirs, full_bundle, tmp_path):
     bundle = evaluate(["--agent-model", f"reasoner_0={dirs['full']}",
                        "--agent-model", f"actor_1={dirs['bare']}", "--base", str(dirs["full"])],
@@ -126,7 +138,7 @@ def test_each_seat_plays_its_own_model_directory(dirs, full_bundle, tmp_path):
     assert models["reasoner_0"]["kind"] == CAUSAL_LM
     assert models["actor_1"] == {"path": str(dirs["bare"].resolve()), "kind": PEFT_ADAPTER,
                                  "base": str(dirs["full"])}
-    assert bundle.model == f"reasoner_0=sft-model, actor_1={dirs['full']} + LoRA lora-no-base"
+    assert bundle.model == "reasoner_0=sft-model, actor_1=sft-model + LoRA lora-no-base"
     # reasoner_0 acts first and sees nobody: its replies are the full model's, as when it
     # played every seat
     first = {e.task_id: e.turns[0].action for e in bundle.episodes}
@@ -159,7 +171,8 @@ def _no_tokenizer(root):
     (lambda d: [str(d["bare"])], ["names no base model", "--base"]),
     (lambda d: [str(d["adapter"]), "--base", "tiny-random"], ["does not fit the base", "--base"]),
     (lambda d: [str(d["full"]), "--base", "tiny-random"], ["--base", "none was given"]),
-    (lambda d: ["--agent-model", f"verifier_2={d['full']}"], ["verifier_2", "reasoner_0", "actor_1"]),
+    (lambda d: ["--agent-model", f"verifier_2={d['full']}"],
+     ["verifier_2", "reasoner_0", "actor_1"]),
     (lambda d: ["--agent-model", f"reasoner_0={d['full']}"], ["no model for ['actor_1']"]),
     (lambda d: ["--agent-model", "reasoner_0"], ["SEAT=DIR"]),
     (lambda d: [str(d["full"]), "--method", "sft"], ["not a leaderboard method", "other"]),
