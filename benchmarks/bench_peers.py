@@ -12,8 +12,9 @@ tokens, temperature 0.7, top-p 1) with the same number of generated responses pe
   (``baselines.demo.RECIPE``: one base, a LoRA adapter per agent, PPO-clip, 2 epochs) against
   CoMLRL's ``MAGRPOTrainer`` (one model per agent; full fine-tune, and with a LoRA adapter of
   our rank and learning rate). ``--malloc`` adds ``ours-mmap``: ours on this task again with
-  ``MALLOC_MMAP_THRESHOLD_=65536`` (the setting of bench_memory.py), timed, not evaluated; it
-  takes its turns in the seat group (memory: see ``GROUPS``).
+  ``MALLOC_MMAP_THRESHOLD_=65536`` (the setting of bench_memory.py), in a group of its own after
+  the others (memory: see ``GROUPS``); the same seed trains the same way, so its scores repeat
+  ours' and only time and memory differ.
 - seat (the solver's seat of ``arith0-2agent``, the answerer echoing it; 8 problems x 4 samples
   = 32 responses): ours on that seat alone (MAGRPO of one agent = GRPO with PPO-clip) against
   TRL's ``GRPOTrainer`` through ``marft_envs.trl_bridge``.
@@ -50,9 +51,9 @@ from leaderboard.regrade import wilson_interval  # noqa: E402 (light: no torch)
 
 MMAP_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536"}
 DEFAULT_SYSTEMS = ["ours", "comlrl-lora", "comlrl-full", "ours-seat", "trl-grpo"]
-# ours-mmap (the team task) takes turns with the seat group: four processes at once in the team
-# group (CoMLRL's full fine-tune alone peaks at ~6 GiB) would not fit beside other work in 24 GB.
-GROUPS = {"ours": "team", "ours-mmap": "seat", "comlrl-lora": "team", "comlrl-full": "team",
+# ours-mmap (the team task) is a group of its own: four processes at once in the team group
+# (CoMLRL's full fine-tune alone peaks at ~6 GiB) would not fit beside other work in 24 GB.
+GROUPS = {"ours": "team", "ours-mmap": "mmap", "comlrl-lora": "team", "comlrl-full": "team",
           "ours-seat": "seat", "trl-grpo": "seat"}
 LABELS = {
     "ours": "ours MAGRPO (LoRA r=8, PPO-clip, 2 epochs)",
@@ -151,7 +152,7 @@ class Child:
 def run_group(names: list[str], settings: dict, log_dir: Path, progress=print) -> dict[str, dict]:
     """Load, evaluate, train in turns and evaluate again every system of one group."""
     results = {n: {"steps": []} for n in names}
-    evaluated = [n for n in names if n != "ours-mmap" and settings["eval_problems"] > 0]
+    evaluated = [n for n in names if settings["eval_problems"] > 0]
     children = {}
     try:
         for n in names:
@@ -286,7 +287,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict] = {}
     failed = []
-    for group in ("team", "seat"):
+    for group in ("team", "seat", "mmap"):
         names = [s for s in systems if GROUPS[s] == group]
         if not names:
             continue
