@@ -85,6 +85,8 @@ def test_snapshots_on_ray_workers_give_independent_branches(ray_cluster):
         pool: BranchPool = group
         assert isinstance(pool, BranchPool)
         problems = pick_tasks(marft_envs.make(ENV, **OVERRIDES), [5, 6])
+        # read back from the workers: branch moves leave the group's own environments alone
+        states = [group.snapshot(i) for i in range(group.num_envs)]
         roots = group.start(problems)
         assert [n.home for n in roots] == [0, 1]
         moves = [(roots[1], a) for a in acts]
@@ -92,6 +94,7 @@ def test_snapshots_on_ray_workers_give_independent_branches(ray_cluster):
         assert [n.home for n in nodes] == [1] * 4
         assert len({n.state for n in nodes}) == 4 and all(len(n.episode.turns) == 1 for n in nodes)
         assert roots[1].episode.turns == []  # the root's record is its own
+        assert [group.snapshot(i) for i in range(group.num_envs)] == states
         envs = EnvListPool([marft_envs.make(ENV, **OVERRIDES) for _ in range(2)])
         root = envs.start(problems)[1]
         here = envs.advance([(root, a) for a in acts])
