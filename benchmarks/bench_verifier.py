@@ -132,6 +132,21 @@ def ours_loose_domain(pred: str, gold: str, timeout: float) -> bool:
     return verify(pred, gold, timeout=timeout, config=config).correct
 
 
+CONVENTIONS = ("rounded_decimals", "percent_fraction", "degrees_radians", "integer_parameter")
+
+
+def ours_with(**options: bool) -> Callable[[str, str, float], bool]:
+    """Ours with ``ExtractionConfig(**options)`` (the conventions' other settings)."""
+    from marft_envs.math import ExtractionConfig, verify
+
+    config = ExtractionConfig(**options)
+
+    def grade(pred: str, gold: str, timeout: float) -> bool:
+        return verify(pred, gold, timeout=timeout, config=config).correct
+
+    return grade
+
+
 def math_verify(pred: str, gold: str, timeout: float) -> bool:
     from math_verify import parse, verify
 
@@ -456,6 +471,27 @@ def main() -> None:
         print(
             f"  {name:<24} unambiguous external rows right {u[0]}/{u[3]}, false equal on "
             f"unambiguous negatives {fe}"
+        )
+    # The conventions of issue 28 (ExtractionConfig fields, all on by default): all off, and
+    # each off alone, on the same rows.
+    off_name = "ours conventions off"
+    settings = {off_name: {c: False for c in CONVENTIONS}}
+    settings.update({f"ours {c}=False": {c: False} for c in CONVENTIONS})
+    variants = {name: run(ours_with(**opts), rows, args.timeout)[0] for name, opts in settings.items()}
+    print(f"\n== conventions ({', '.join(CONVENTIONS)}): default (all on) vs all off, same rows")
+    family_report(
+        rows, {OURS: results[OURS], off_name: variants[off_name], MV: results[MV]}, misses=False
+    )
+    for name, got in ((OURS, results[OURS]), *variants.items()):
+        fe = sum(got[i] for i in negatives if rows[i].unambiguous)
+        u = counts([rows[i] for i in unamb], [got[i] for i in unamb])
+        h = [i for i in unamb if rows[i].group == HARD]
+        acc = sum(got[i] for i in h if rows[i].equal)
+        rej = sum(not got[i] for i in h if not rows[i].equal)
+        print(
+            f"  {name:<34} {HARD} accepted {acc}/{sum(rows[i].equal for i in h)}, rejected "
+            f"{rej}/{sum(not rows[i].equal for i in h)}; unambiguous external rows right "
+            f"{u[0]}/{u[3]}, false equal on unambiguous negatives {fe}"
         )
     ours_extraction = extraction_report(completions, qwen) if completions else 0.0
 

@@ -673,6 +673,8 @@ def compare(p, r, judge) -> Outcome:
         a, b = as_set(p), as_set(r)  # "(-\\infty,-3] \\cup [2,\\infty)" vs "[-3,2]": two sets
         if a is not None and b is not None:
             return same_set(a, b), NUMERIC
+        if any(isinstance(i, st.Relation) for u in (p, r) if type(u) is st.Union for i in u.items):
+            return False, EXACT  # "x < -2 or y > 2": relations of two variables are no such set
     if {tp, tr} == {st.Bag, st.Leaf}:
         # "\\boxed{15\\frac{39}{40}}, or \\boxed{\\frac{639}{40}}": one value written two ways.
         bag, leaf = (p, r) if tp is st.Bag else (r, p)

@@ -100,6 +100,13 @@ class ExtractionConfig:
     # nothing (the math-4/5 rule: ``\\log(a^2 b) = 2\\log a + \\log b``, but also
     # ``\\ln|x| = \\ln x``). False compares complex values everywhere.
     real_domain: bool | str = True
+    # Conventions (marft_envs/math/conventions.py), tried only on a pair the cascade found
+    # different; each can turn "different" into "equal". Defaults measured in
+    # docs/math_verifier.md (math-7).
+    rounded_decimals: bool = True  # 12.67 = 38/3 (a decimal at its own written places)
+    percent_fraction: bool = True  # 50\% = 1/2 as well as 50\% = 50
+    degrees_radians: bool = True  # 45^\circ = \pi/4 against an angle written with \pi
+    integer_parameter: bool = True  # x = 2m\pi = 2k\pi (an integer parameter renamed)
 
     def __post_init__(self) -> None:
         unknown = set(self.languages) - set(_ANSWER_WORDS)
@@ -283,7 +290,7 @@ def _answer_after(rest: str, config: ExtractionConfig) -> str | None:
         # block under the phrase; its last number.
         block = stripped.split("\n\n", 1)[0]
         last = _last_match(_NUMBER, _MATH_SEGMENT.sub(_blank, block))
-        return last.group(0).replace("\u2212", "-") if last else None
+        return last.group(0).replace("\u2212", "-") if last else number_words(block)
     math = _MATH_SEGMENT.search(line[:3])
     if math:
         return next(g for g in math.groups() if g is not None).strip() or None
@@ -300,7 +307,65 @@ def _answer_after(rest: str, config: ExtractionConfig) -> str | None:
     number = _NUMBER.search(plain)
     if number:
         return number.group(0).replace("\u2212", "-")
-    return _last_span_or_number(line, config).answer or line
+    return number_words(plain) or _last_span_or_number(line, config).answer or line
+
+
+_UNITS_WORDS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS_WORDS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_SCALES_WORDS = {"hundred": 100, "thousand": 10**3, "million": 10**6, "billion": 10**9}
+_NUMBER_WORD = "|".join([*_UNITS_WORDS, *_TENS_WORDS, *_SCALES_WORDS])
+# A number in words that ends a sentence after "is"/"are"/"=" ("... per week by the cows is
+# Three hundred sixty-four thousand."): the sentence's value.
+_WORDS_AT_END = re.compile(
+    rf"(?:\b(?:is|are|was|were|be|equals?)\s+|=\s*)((?:(?:{_NUMBER_WORD})(?:[\s-]+(?:and\s+)?)?)+)"
+    r"[\s.!]*$",
+    re.IGNORECASE,
+)
+
+
+def number_words(sentence: str) -> str | None:
+    """The integer written in English words at the end of ``sentence`` (after "is", "are",
+    "="), as digits; None when there is none or the words do not form a number."""
+    m = _WORDS_AT_END.search(sentence.strip()[-300:])
+    if not m:
+        return None
+    total = current = 0
+    seen = False
+    for word in re.split(r"[\s-]+", m.group(1).lower()):
+        if not word or word == "and":
+            continue
+        seen = True
+        if word in _UNITS_WORDS:
+            current += _UNITS_WORDS.index(word)
+        elif word in _TENS_WORDS:
+            current += 10 * (_TENS_WORDS.index(word) + 2)
+        elif word == "hundred":
+            current = max(current, 1) * 100
+        else:
+            total += max(current, 1) * _SCALES_WORDS[word]
+            current = 0
+    return str(total + current) if seen else None
 
 
 # A calculation in a sentence: numbers and operators, then "=" and one number ("100 + 18 = 28").
@@ -308,12 +373,14 @@ _CHAIN = re.compile(
     r"(?<![\w.])-?\d+(?:\.\d+)?(?:\s*[-+*/×x]\s*\d+(?:\.\d+)?)+(?:\s*=\s*[-+*/×x\d.\s]+?)*"
     r"\s*=\s*(-?\d+(?:\.\d+)?)(?![\d.]*\s*[-+*/×x]\s*\d)"
 )
-_SPAN_SEPARATOR = re.compile(r"\s*(?:,|;|\band\b|\bor\b|\bet\b|\bou\b)\s*")
+_SPAN_SEPARATOR = re.compile(r"\s*(?:,|;|\band\b|\bor\b|\bet\b|\bou\b|或|或者)\s*")
+_OR_WORDS = {"or", "ou", "或", "或者"}
 
 
 def _span_run(rest: str) -> str | None:
     """Math spans that open ``rest``, joined when written as a list ("$12$ and $13$")."""
     items = []
+    joiners = []
     pos = 0
     for _ in range(6):
         math = _MATH_SEGMENT.match(rest, pos)
@@ -323,8 +390,12 @@ def _span_run(rest: str) -> str | None:
         sep = _SPAN_SEPARATOR.match(rest, math.end())
         if not sep:
             break
+        joiners.append(sep.group().strip())
         pos = sep.end()
     items = [i for i in items if i]
+    if len(items) > 1 and all(j in _OR_WORDS for j in joiners[: len(items) - 1]):
+        # "$x < -2$ or $x > 2$": kept as "or" (a union of relations); other lists as commas
+        return " or ".join(items)
     return ", ".join(items) if items else None
 
 
@@ -350,10 +421,37 @@ def _last_match(pattern: re.Pattern[str], text: str) -> re.Match | None:
     return last
 
 
+# "Largest: 9, Smallest: 2", "p: 3; q: 5": two or more labelled values, each a short math token.
+_LABELLED_ITEM = re.compile(r"\s*([A-Za-z][A-Za-z ]{0,24}?)\s*:\s*([^,;:\n]{1,40}?)\s*")
+
+
+def _labelled_values(text: str) -> str | None:
+    """The values of a one-line list of labelled values ("Largest: 9, Smallest: 2" -> "9, 2"),
+    or None. Every value must itself be a bare answer; the labels must differ."""
+    s = text.strip().rstrip(".")
+    if not s or "\n" in s or len(s) > _MAX_BARE_CHARS:
+        return None
+    parts = re.split(r"[,;]", s)
+    if len(parts) < 2:
+        return None
+    labels, values = [], []
+    for part in parts:
+        m = _LABELLED_ITEM.fullmatch(part)
+        if not m or not is_bare_answer(m.group(2)) or not re.search(r"\d", m.group(2)):
+            return None
+        labels.append(m.group(1).lower())
+        values.append(m.group(2))
+    return ", ".join(values) if len(set(labels)) == len(labels) else None
+
+
+# "x<-\\frac43 或 x>0": a lone 或 ("or") between two formulas is a joiner, not CJK prose.
+_LONE_OR = re.compile(r"(?<=[\w}$)\]])\s*或\s*(?=[\w\\$(\[-])")
+
+
 def is_bare_answer(text: str) -> bool:
     """Whether ``text`` reads as a bare answer (short, one line, no prose) and not a response."""
     s = text.strip()
-    if not s or len(s) > _MAX_BARE_CHARS or "\n" in s or _PROSE_SCRIPT.search(s):
+    if not s or len(s) > _MAX_BARE_CHARS or "\n" in s or _PROSE_SCRIPT.search(_LONE_OR.sub(" ", s)):
         return False
     if _LABEL.match(s):  # "Soucis : 2,74 $": a label, then the answer
         return False
@@ -517,6 +615,9 @@ def extract(
         return Extraction(letter, "mcq") if letter else _NONE
     if config.bare and is_bare_answer(text):
         return Extraction(text.strip(), "bare")
+    labelled = _labelled_values(text) if config.bare else None
+    if labelled is not None:
+        return Extraction(labelled, "bare")
     if not config.unfinished_fallback and is_unfinished(text):
         return _NONE  # cut off (max tokens): its last number is a fragment, not an answer
     return _last_span_or_number(tail, config)

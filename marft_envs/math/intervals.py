@@ -165,8 +165,17 @@ def interval_set(node) -> list[Interval] | None:
     """The intervals written as ``[a, b)`` or a union of them, or None."""
     items = node.items if isinstance(node, st.Union) else (node,)
     out = []
+    names: set[frozenset[str]] = set()
     try:
         for item in items:
+            if isinstance(item, st.Relation) and isinstance(node, st.Union):
+                # "x < -2 \\cup x > 2" ("x < -2 or x > 2"): a union of one variable's sets
+                part = relation_set(item)
+                if part is None:
+                    return None
+                names.add(frozenset().union(*(free_symbols(parse_latex(p)) for p in item.parts)))
+                out.extend(part)
+                continue
             if not (isinstance(item, st.Seq) and len(item.items) == 2):
                 return None
             lo, hi = (_endpoint(i) for i in item.items)
@@ -175,7 +184,7 @@ def interval_set(node) -> list[Interval] | None:
             out.append(Interval(lo, hi, item.open == "[", item.close == "]"))
     except _UNDECIDED:
         return None
-    return out
+    return out if len(names) <= 1 else None  # "x < 1 or y > 2" is no set of one variable
 
 
 def as_set(node) -> list[Interval] | None:

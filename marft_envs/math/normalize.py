@@ -312,6 +312,67 @@ def _mixed_number(m: re.Match) -> str:
     return m.group()
 
 
+# Circled numbers (exam choices "①④", "②③"): a run of them is a list of numbers.
+_CIRCLED = re.compile("[\u2460-\u2473]")
+_CIRCLED_RUN = re.compile("[\u2460-\u2473](?:[\\s,、，]*[\u2460-\u2473])*")
+
+
+def _circled_list(m: re.Match) -> str:
+    return ", ".join(str(ord(c) - 0x2460 + 1) for c in _CIRCLED.findall(m.group()))
+
+
+_RELATION_OP = re.compile(
+    r"<|>|\\le(?:q|qslant)?(?![A-Za-z])|\\ge(?:q|qslant)?(?![A-Za-z])|\\[lg]t(?![A-Za-z])"
+)
+# "x < -2 or x > 2", "x<-\\frac43 或 x>0", "x < 1 \\lor x > 3": a union of the relations' sets.
+_OR = re.compile(
+    r"\s+or\s+|\s*,\s*or\s+|\s*或\s*|\s*\\(?:lor|vee)(?![A-Za-z])\s*"
+    r"|\s*\\(?:text|mbox|textrm|mathrm)\s*\{\s*,?\s*(?:or|或)\s*\}\s*"
+)
+
+
+def _or_relations(s: str) -> str:
+    """Relations joined by "or" as a union (``\\cup``); "and" stays a list (an intersection is
+    not a union: "x \\ge 1 and x \\le 1" is not the union of the two)."""
+    if not ("or" in s or "或" in s or "\\lor" in s or "\\vee" in s) or not _OR.search(s):
+        return s
+    parts = _OR.split(s)
+    if len(parts) < 2 or not all(
+        _RELATION_OP.search(p)
+        and "=" not in p.replace("\\le", "").replace("\\ge", "")
+        and "," not in p
+        and " and " not in p
+        for p in parts
+    ):
+        return s
+    return " \\cup ".join(p.strip() for p in parts)
+
+
+# The integer parameter of a family of solutions, stated after it: ", k \\in \\mathbb{Z}",
+# "(k \\in \\mathbb Z)", ", where k is an integer".
+_INTEGER_NOTE = re.compile(  # one \\s* between tokens: no backtracking blow-up on long blanks
+    r",?\s*(?:\(\s*)?(?:(?:where|for|with)\s+)?([a-zA-Z])\s*"
+    r"(?:\\in\s*(?:\\mathbb\s*\{?Z\}?|\\Z|Z)|is\s+(?:an?\s+|any\s+)?integer)(?:\s*\))?\s*\.?$"
+)
+
+
+def _drop_integer_note(s: str) -> str:
+    """``x = 2k\\pi, k \\in \\mathbb{Z}`` -> ``x = 2k\\pi``: the family, not its parameter."""
+    tail = len(s) - 80 if len(s) > 80 else 0  # the note ends the answer: read only its tail
+    m = _INTEGER_NOTE.search(s, tail)
+    if m and re.search(rf"(?<![\\A-Za-z]){m.group(1)}(?![A-Za-z])", s[: m.start()]):
+        return s[: m.start()].rstrip(", ")
+    return s
+
+
+_TEXT_WRAPPER = re.compile(r"\\(?:text|mbox|textrm)\s*\{([^{}]*)\}")
+# Set-builder notation: "\\{x | cond\\}", "\\{x \\mid cond\\}", "\\{x : cond\\}", also with
+# "x \\in \\mathbb{R}".
+_SET_BUILDER = re.compile(
+    r"^\\\{\s*([a-zA-Z])\s*(?:\\in\s*\\mathbb\s*\{?R\}?\s*)?(?:\||\\mid|:)\s*(.+?)\s*\\\}$"
+)
+
+
 def normalize(answer: str) -> str:
     """Return the canonical form of a bare answer (see the module docstring for the rules)."""
     if not isinstance(answer, str):
@@ -320,6 +381,8 @@ def normalize(answer: str) -> str:
     for k, v in _UNICODE.items():
         if k in s:
             s = s.replace(k, v)
+    if _CIRCLED.search(s):
+        s = _CIRCLED_RUN.sub(_circled_list, s)  # before NFKC, which glues "①④" into "14"
     s = unicodedata.normalize("NFKC", s)
     if "\\\\" in s:
         s = _DOUBLED_BACKSLASH.sub(r"\\", s)
@@ -338,6 +401,12 @@ def normalize(answer: str) -> str:
         s = pattern.sub(repl, s)
     s = _DEGREE.sub(" ", s)
     s = _PERCENT_DOLLAR.sub(" ", s)
+    s = _or_relations(s)
+    if "integer" in s or "\\in" in s:
+        # "... , \\text{ where } k \\text{ is an integer}": read without the \\text wrappers
+        plain = _TEXT_WRAPPER.sub(r" \1 ", s)
+        cut = _drop_integer_note(plain)
+        s = cut if cut != plain else s
     s = _unwrap_text(s)
     s = _AND_OR.sub(",", s)
     s = _EMPTY_ITEMS.sub(",", s)
@@ -375,6 +444,10 @@ def normalize(answer: str) -> str:
     m = _BRACKETED_MATRIX.match(s)
     if m:
         s = m.group(1)
+    s = _drop_integer_note(s)
+    m = _SET_BUILDER.match(s)
+    if m and _RELATION_OP.search(m.group(2)):
+        s = m.group(2)  # "\\{x | 1 < x \\le 3\\}" is the set of "1 < x \\le 3"
     return s
 
 

@@ -17,8 +17,9 @@ from dataclasses import replace
 from typing import Any
 
 from ..verdict import Verdict
-from .equivalence import UNDECIDED_METHODS, fast_compare, full_compare
-from .extract import DEFAULT_CONFIG, ExtractionConfig, extract, is_bare_answer
+from .conventions import equal_by_convention
+from .equivalence import NUMERIC, UNDECIDED_METHODS, fast_compare, full_compare
+from .extract import _MATH_SEGMENT, DEFAULT_CONFIG, ExtractionConfig, extract, is_bare_answer
 from .normalize import normalize, strip_units
 from .version import GRADER_VERSION
 from .worker import WorkerError, WorkerTimeout, get_pool
@@ -95,6 +96,10 @@ def reference_answer(reference: str, config: ExtractionConfig = DEFAULT_CONFIG) 
     if is_bare_answer(reference) and "\\boxed" not in reference:
         return reference
     found = extract(reference, replace(config, math_span=False, last_number=False, bare=False))
+    if found.answer is None and len(_MATH_SEGMENT.findall(reference)) == 1:
+        # "the solution to the problem is $m \\in [\\sqrt{2}, +\\infty)$": the one formula
+        # of a sentence is what it states (math-7)
+        found = extract(reference, replace(config, last_number=False, bare=False))
     return found.answer or reference
 
 
@@ -102,6 +107,13 @@ def _choice_reference(ref: str, config: ExtractionConfig) -> str | None:
     """The letter of a multiple-choice reference (``C``, ``(C)``, ``C Cecile``), else None."""
     m = _CHOICE_REFERENCE.match(ref)
     return m.group(1) if m and m.group(1) in config.choices else None
+
+
+CONVENTION = "convention"  # details["method"] of a pair equal by an ExtractionConfig convention
+
+
+def _decides_equal(pred: str, ref: str, config: ExtractionConfig) -> bool:
+    return fast_compare(pred, ref, config.real_domain)[0] is True
 
 
 def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict | _Pending:
@@ -143,6 +155,23 @@ def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict 
         if not pred:
             return _verdict(start, False, answer, "no_answer", source, normalized=pred)
         equal, method = fast_compare(pred, ref, config.real_domain)
+        if (
+            not equal
+            and not choice
+            and equal_by_convention(
+                answer, pred, ref_text, ref, config, lambda a, b: _decides_equal(a, b, config)
+            )
+        ):
+            return _verdict(
+                start,
+                True,
+                answer,
+                NUMERIC,
+                source,
+                normalized=pred,
+                reference=ref,
+                method=CONVENTION,
+            )
         if equal is None or (equal is False and method in UNDECIDED_METHODS):
             return _Pending(start, answer, source, pred, ref, ref_text, config.real_domain)
         return _verdict(

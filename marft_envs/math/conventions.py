@@ -1,0 +1,141 @@
+"""Readings of an answer that hold by a grading convention, not by the notation alone.
+
+Each is an option of :class:`~marft_envs.math.extract.ExtractionConfig` (all on by default,
+measured both ways by ``benchmarks/bench_verifier.py``) and is tried only after the cascade
+found the pair different: a convention can turn "different" into "equal", never the reverse.
+
+- ``rounded_decimals``: a decimal equals an exact value it rounds to at its own written
+  places (``12.67`` = ``\\frac{38}{3}``, ``3.142`` = ``\\pi``, ``1.67\\pi`` = ``\\frac{5\\pi}{3}``);
+  not when the reference is itself written as a decimal (``3.14`` != ``3.143``: the reference
+  states its precision), nor with fewer than ``MIN_DIGITS`` (3) significant digits
+  (``0.33`` != ``\\frac13``: STACK's algebraic-equivalence test says so, ``stack-006``).
+- ``percent_fraction``: ``x\\%`` is also ``x/100`` (``-13\\%`` = ``-.13``, ``50\\%`` =
+  ``\\frac12``); it stays equal to ``x`` (the sign as a label, the default reading).
+- ``degrees_radians``: ``x^\\circ`` is also ``x\\pi/180`` against an angle written with ``\\pi``
+  (``45^\\circ`` = ``\\frac{\\pi}{4}``), either side.
+- ``integer_parameter``: a family of solutions with another integer name (``x = 2m\\pi`` =
+  ``2k\\pi``): one of ``k, n, m, l, j`` renamed to the reference's, where both sides contain
+  ``\\pi`` and have no other letters that differ.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from fractions import Fraction
+
+from .evaluate import CTX, TooHard, Undefined, evaluate
+from .latex import LatexError, free_symbols, parse_latex
+
+_UNDECIDED = (TooHard, Undefined, LatexError, ArithmeticError, TypeError, ValueError)
+Compare = Callable[[str, str], bool]
+
+_NUMBER = r"-?(?:\d+(?:\.\d+)?|\.\d+)"
+_PERCENT = re.compile(rf"^[\s$]*({_NUMBER})\s*(?:\\%|%|\\text\{{\s*\\?%\s*\}}|percent)[\s$.]*$")
+_DEGREES = re.compile(
+    rf"^[\s$]*({_NUMBER})\s*(?:\^\s*\{{\s*\\circ\s*\}}|\^\s*\\circ|°|\\degree|degrees?)[\s$.]*$"
+)
+_DECIMAL = re.compile(r"^(-?)(\d*)\.(\d+)(\\pi)?$")
+_PLAIN_DECIMAL = re.compile(r"^-?(?:\d+(?:\.\d+)?|\.\d+)$")
+_INTEGER_NAMES = ("k", "n", "m", "l", "j")
+# Significant digits a decimal needs to be read at its precision: two-digit decimals are too
+# coarse to certify a value (STACK's AlgEquiv test stack-006: 0.33 is not 1/3).
+MIN_DIGITS = 3
+
+
+def _letters(s: str) -> set[str]:
+    """Single-letter names in a normalised answer (commands such as ``\\pi`` excluded)."""
+    return set(re.findall(r"(?<![\\A-Za-z])([A-Za-z])(?![A-Za-z])", s))
+
+
+def percent_readings(raw: str) -> list[str]:
+    """``x/100`` when ``raw`` is a number with a percent sign, else nothing."""
+    m = _PERCENT.match(raw)
+    return [f"\\frac{{{m.group(1)}}}{{100}}"] if m else []
+
+
+def degree_readings(raw: str) -> list[str]:
+    """``x\\pi/180`` when ``raw`` is a number of degrees, else nothing."""
+    m = _DEGREES.match(raw)
+    return [f"\\frac{{({m.group(1)})\\pi}}{{180}}"] if m else []
+
+
+def _exact_value(ref: str) -> Decimal | None:
+    try:
+        tree = parse_latex(ref)
+        if free_symbols(tree):
+            return None
+        v = evaluate(tree)
+    except _UNDECIDED:
+        return None
+    with localcontext() as ctx:
+        ctx.prec = 50
+        if isinstance(v, Fraction):
+            return Decimal(v.numerator) / Decimal(v.denominator)
+        if isinstance(v, CTX.mpc):
+            return None
+        return Decimal(CTX.nstr(CTX.mpf(v), 45, min_fixed=-(10**6), max_fixed=10**6))
+
+
+def rounds_to(pred: str, ref: str) -> bool:
+    """Whether the decimal ``pred`` (optionally times ``\\pi``) is the exact ``ref`` rounded
+    half-up at ``pred``'s written places (see the module docstring for the limits)."""
+    m = _DECIMAL.match(pred)
+    if not m or _PLAIN_DECIMAL.match(ref) or "." in ref:
+        return False
+    sign, whole, places, pi = m.groups()
+    digits = (whole + places).lstrip("0")
+    if len(digits) < MIN_DIGITS:
+        return False
+    value = _exact_value(f"\\frac{{{ref}}}{{\\pi}}" if pi else ref)
+    if value is None:
+        return False
+    written = Decimal(f"{sign}{whole or '0'}.{places}")
+    with localcontext() as ctx:
+        ctx.prec = 60
+        rounded = value.quantize(Decimal(1).scaleb(-len(places)), rounding=ROUND_HALF_UP)
+    return rounded == written and rounded != value  # exact equality is the cascade's
+
+
+def renamed_parameter(pred: str, ref: str) -> str | None:
+    """``pred`` with its integer parameter renamed to ``ref``'s, or None (see the module
+    docstring)."""
+    if "\\pi" not in pred or "\\pi" not in ref:
+        return None
+    if pred.count("=") == 1 and "=" not in ref:
+        lhs, pred = pred.split("=")  # "x = 2m\\pi" against "2k\\pi": the family's values
+        if not re.fullmatch(r"[A-Za-z]", lhs.strip()):
+            return None
+    a, b = _letters(pred), _letters(ref)
+    only_p = [x for x in a - b if x in _INTEGER_NAMES]
+    only_r = [x for x in b - a if x in _INTEGER_NAMES]
+    if len(only_p) != 1 or len(only_r) != 1 or (a - set(only_p)) != (b - set(only_r)):
+        return None
+    return re.sub(rf"(?<![\\A-Za-z]){only_p[0]}(?![A-Za-z])", only_r[0], pred)
+
+
+def equal_by_convention(
+    answer: str, pred: str, ref_text: str, ref: str, config, same: Compare
+) -> bool:
+    """Whether one of ``config``'s conventions makes the answer equal to the reference.
+
+    ``answer``/``ref_text`` are the raw strings (the signs normalisation drops), ``pred``/``ref``
+    the normalised ones; ``same(p, r)`` is the cascade on normalised strings (True only when
+    it decides "equal")."""
+    pairs: list[tuple[str, str]] = []
+    if config.percent_fraction:
+        pairs += [(alt, ref) for alt in percent_readings(answer)]
+        pairs += [(pred, alt) for alt in percent_readings(ref_text)]
+    if config.degrees_radians:
+        if "\\pi" in ref:
+            pairs += [(alt, ref) for alt in degree_readings(answer)]
+        if "\\pi" in pred:
+            pairs += [(pred, alt) for alt in degree_readings(ref_text)]
+    if config.integer_parameter:
+        renamed = renamed_parameter(pred, ref)
+        if renamed is not None:
+            pairs.append((renamed, ref))
+    if any(same(p, r) for p, r in pairs):
+        return True
+    return bool(config.rounded_decimals and rounds_to(pred, ref))
