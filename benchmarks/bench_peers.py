@@ -149,9 +149,12 @@ class Child:
 # ----------------------------------------------------------------------------- parent side
 
 
-def run_group(names: list[str], settings: dict, log_dir: Path, progress=print) -> dict[str, dict]:
-    """Load, evaluate, train in turns and evaluate again every system of one group."""
-    results = {n: {"steps": []} for n in names}
+def run_group(names: list[str], settings: dict, log_dir: Path, progress=print,
+              results: dict | None = None) -> dict[str, dict]:
+    """Load, evaluate, train in turns and evaluate again every system of one group; what was
+    measured stays in ``results`` (filled in place) when a system fails on the way."""
+    results = {} if results is None else results
+    results.update({n: {"steps": []} for n in names})
     evaluated = [n for n in names if settings["eval_problems"] > 0]
     children = {}
     try:
@@ -206,7 +209,9 @@ def summary(result: dict, warmup: int) -> dict:
     tps = statistics.median(s["tokens"] / s["gen_s"] for s in timed if s["gen_s"] > 0)
     return {"s_iter": total, "gen_s": gen, "update_s": upd, "tok_s": tps,
             "tokens": statistics.median(s["tokens"] for s in timed),
-            "peak_mib": result["info"]["peak_rss"] / 2**20, "trainable": result["info"]["trainable"],
+            "timed": len(timed),
+            "peak_mib": result.get("info", {}).get("peak_rss", float("nan")) / 2**20,
+            "trainable": result.get("info", {}).get("trainable", float("nan")),
             "before": result.get("before"), "after": result.get("after")}
 
 
@@ -223,7 +228,8 @@ def table(summaries: dict[str, dict], settings: dict) -> str:
             "before [95% CI]", "after [95% CI]")
     rows = [head]
     for n, s in summaries.items():
-        rows.append((LABELS[n], f"{s['s_iter']:.1f}", f"{s['gen_s']:.1f} / {s['update_s']:.1f}",
+        short = "" if s["timed"] == settings["iterations"] else f" ({s['timed']} timed)"
+        rows.append((LABELS[n] + short, f"{s['s_iter']:.1f}", f"{s['gen_s']:.1f} / {s['update_s']:.1f}",
                      f"{s['tok_s']:.0f}", f"{s['peak_mib']:,.0f}", f"{s['trainable'] / 1e6:.2f}M",
                      fmt_score(s["before"]), fmt_score(s["after"])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
@@ -292,11 +298,12 @@ def main(argv=None) -> int:
         if not names:
             continue
         try:
-            results.update(run_group(names, settings, out, progress=lambda m: print(m, flush=True)))
+            run_group(names, settings, out, progress=lambda m: print(m, flush=True), results=results)
         except Exception as exc:  # the other group still runs; the table says what is missing
             print(f"group {group} failed: {exc}", flush=True)
             failed.extend(names)
-    summaries = {n: summary(results[n], args.warmup) for n in systems if n in results}
+    summaries = {n: summary(results[n], args.warmup) for n in systems
+                 if n in results and len(results[n]["steps"]) > args.warmup}
     text = table(summaries, settings)
     print(text, flush=True)
     record = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "settings": settings, "results": results,
