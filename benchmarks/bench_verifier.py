@@ -11,7 +11,9 @@ Prints, per source group and per class, right / false-equal / missed-equal for e
 totals over all rows and over the unambiguous ones; extraction accuracy on the real
 completions; throughput (pairs/s) and the worst single pair over the whole set and over
 MATH-500's 500 reference solutions; ratios against math-verify; the per-family table of the
-hard-families rows (and with ExtractionConfig(real_domain="loose") and (real_domain=False));
+hard-families rows (and with ExtractionConfig(real_domain="loose") and (real_domain=False), and
+with the conventions rounded_decimals / percent_fraction / degrees_radians / integer_parameter all
+off, plus each off alone);
 the quality bars of issues 10 and 28 with "ok" or "MISSED"; and the time each grader takes on
 pathological pairs.
 
@@ -475,9 +477,11 @@ def main() -> None:
     # The conventions of issue 28 (ExtractionConfig fields, all on by default): all off, and
     # each off alone, on the same rows.
     off_name = "ours conventions off"
-    settings = {off_name: {c: False for c in CONVENTIONS}}
+    settings = {off_name: dict.fromkeys(CONVENTIONS, False)}
     settings.update({f"ours {c}=False": {c: False} for c in CONVENTIONS})
-    variants = {name: run(ours_with(**opts), rows, args.timeout)[0] for name, opts in settings.items()}
+    variants = {
+        name: run(ours_with(**opts), rows, args.timeout)[0] for name, opts in settings.items()
+    }
     print(f"\n== conventions ({', '.join(CONVENTIONS)}): default (all on) vs all off, same rows")
     family_report(
         rows, {OURS: results[OURS], off_name: variants[off_name], MV: results[MV]}, misses=False
