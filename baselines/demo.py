@@ -33,11 +33,10 @@ from typing import Any
 import marft_envs
 
 #: The recipe of docs/learning.md for SmolLM2-135M on arith0 ids: short answers (the sums fit in
-#: 12 tokens), a high LoRA learning rate for so few updates, no KL term and no reference pass
-#: (each would cost as much as the scoring pass, and 135M drifts little in a few iterations),
-#: evaluation batched 32 wide. One-line replies (``model.stop=["\\n"]``, 16 tokens) with
-#: per-agent whitening and a std floor were measured and learned nothing on seed 0
-#: (docs/learning.md), so the recipe keeps the settings that were measured to learn.
+#: 12 tokens; on ``arith0-*-v2`` the worked-example turns teach the reply to end there: 0-12% of
+#: the sampled replies are cut, against 81-100% on v1), a high LoRA learning rate for so few
+#: updates, no KL term and no reference pass (each would cost as much as the scoring pass, and
+#: 135M drifts little in a few iterations), evaluation batched 32 wide.
 RECIPE = [
     "env.num_envs=8",
     "env.eval_num_envs=32",

@@ -380,7 +380,15 @@ def inspect_model_dir(path: str | Path, base: str | None = None) -> ModelDir:
 
     given = Path(path).expanduser()
     if not given.exists():
-        raise ModelNotFoundError(f"{str(path)!r} does not exist; expected {VALID_MODEL_DIRS}")
+        text = str(path)
+        hub = text.count("/") == 1 and not text.startswith((".", "/", "~")) and text[-1] != "/"
+        hint = (
+            f" (a Hub id is not downloaded here: `hf download {text} --local-dir DIR`, then "
+            "give DIR)"
+            if hub
+            else ""
+        )
+        raise ModelNotFoundError(f"{text!r} does not exist{hint}; expected {VALID_MODEL_DIRS}")
     if not given.is_dir():
         raise ModelNotFoundError(
             f"{str(path)!r} is a file, not a directory; expected {VALID_MODEL_DIRS}"

@@ -448,6 +448,11 @@ def _labelled_values(text: str) -> str | None:
 _LONE_OR = re.compile(r"(?<=[\w}$)\]])\s*或\s*(?=[\w\\$(\[-])")
 
 
+def math_segment_count(text: str) -> int:
+    """How many math segments (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``) ``text`` holds."""
+    return len(_MATH_SEGMENT.findall(text))
+
+
 def is_bare_answer(text: str) -> bool:
     """Whether ``text`` reads as a bare answer (short, one line, no prose) and not a response."""
     s = text.strip()

@@ -19,7 +19,13 @@ from typing import Any
 from ..verdict import Verdict
 from .conventions import equal_by_convention
 from .equivalence import NUMERIC, UNDECIDED_METHODS, fast_compare, full_compare
-from .extract import _MATH_SEGMENT, DEFAULT_CONFIG, ExtractionConfig, extract, is_bare_answer
+from .extract import (
+    DEFAULT_CONFIG,
+    ExtractionConfig,
+    extract,
+    is_bare_answer,
+    math_segment_count,
+)
 from .normalize import normalize, strip_units
 from .version import GRADER_VERSION
 from .worker import WorkerError, WorkerTimeout, get_pool
@@ -96,7 +102,7 @@ def reference_answer(reference: str, config: ExtractionConfig = DEFAULT_CONFIG) 
     if is_bare_answer(reference) and "\\boxed" not in reference:
         return reference
     found = extract(reference, replace(config, math_span=False, last_number=False, bare=False))
-    if found.answer is None and len(_MATH_SEGMENT.findall(reference)) == 1:
+    if found.answer is None and math_segment_count(reference) == 1:
         # "the solution to the problem is $m \\in [\\sqrt{2}, +\\infty)$": the one formula
         # of a sentence is what it states (math-7)
         found = extract(reference, replace(config, last_number=False, bare=False))

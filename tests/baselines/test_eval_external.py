@@ -167,6 +167,7 @@ def _no_tokenizer(root):
                                           "adapter_config.json", "config.yaml"]),
     (lambda d: [str(d["root"])], ["holds model folders", "sft-model"]),
     (lambda d: [str(d["root"] / "missing")], ["does not exist"]),
+    (lambda d: ["my-org/my-sft"], ["does not exist", "hf download my-org/my-sft --local-dir"]),
     (lambda d: [str(_no_tokenizer(d["root"]))], ["no tokenizer", "tokenizer.save_pretrained"]),
     (lambda d: [str(d["bare"])], ["names no base model", "--base"]),
     (lambda d: [str(d["adapter"]), "--base", "tiny-random"], ["does not fit the base", "--base"]),
