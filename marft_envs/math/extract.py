@@ -449,7 +449,7 @@ _LONE_OR = re.compile(r"(?<=[\w}$)\]])\s*或\s*(?=[\w\\$(\[-])")
 
 
 def math_segment_count(text: str) -> int:
-    """How many math segments (``$...$``, ``$$...$$``, ``\\(...\\)``, ``\\[...\\]``) ``text`` holds."""
+    """How many math segments (dollar-delimited, ``\\(...\\)``, ``\\[...\\]``) ``text`` holds."""
     return len(_MATH_SEGMENT.findall(text))
 
 
