@@ -24,8 +24,10 @@ judge, :mod:`marft_envs.code.judge`, decides when they apply; they are never a t
   within a stated absolute or relative error, as testlib's ``doubleCompare`` (testlib.h,
   MikeMirzayanov/testlib; the ``dcmp`` checker): ``|a - b| <= abs_tol``, or ``a`` within
   ``b * (1 -/+ rel_tol)``; each tolerance gets testlib's ``1e-15`` slack.
-* :func:`any_order_match`: the same non-blank lines in the same order, each line's tokens
-  equal as a multiset (``print the k indices in any order``), optionally with a tolerance.
+* :func:`any_order_match`: with ``scope="within_line"``, the same non-blank lines in the same
+  order, each line's tokens equal as a multiset (``print the k indices in any order`` on one
+  line); with ``scope="lines"``, the same non-blank lines as a multiset, each line's tokens in
+  their order (``print the edges in any order``, one edge a line). Optionally with a tolerance.
 """
 
 from __future__ import annotations
@@ -34,9 +36,18 @@ import math
 import re
 from decimal import Decimal, InvalidOperation
 
-__all__ = ["OUTPUT_RULES", "any_order_match", "outputs_match", "tolerance_match"]
+__all__ = [
+    "ANY_ORDER_SCOPES",
+    "OUTPUT_RULES",
+    "any_order_match",
+    "outputs_match",
+    "tolerance_match",
+]
 
 OUTPUT_RULES = ("tokens", "livecodebench", "codecontests", "apps")
+#: What :func:`any_order_match` frees: the order of the tokens within each line, or the order
+#: of the lines.
+ANY_ORDER_SCOPES = ("within_line", "lines")
 
 _CC_SPLIT = re.compile(r"[ \n\t\r\v]+")
 # absl::SimpleAtoi / SimpleAtod accept optional surrounding whitespace, a sign, and for doubles
@@ -177,17 +188,36 @@ def _sort_key(token: str) -> tuple[int, float, str]:
     return (0, value, "") if value is not None else (1, 0.0, token)
 
 
-def any_order_match(
-    actual: str, expected: str, abs_tol: float | None = None, rel_tol: float | None = None
-) -> bool:
-    """Whether ``actual`` has the non-blank lines of ``expected`` in the same order, each line
-    holding the same tokens in any order (a multiset: a repeated token must be repeated).
+def _line_key(tokens: list[str]) -> tuple[tuple[int, float, str], ...]:
+    return tuple(_sort_key(t) for t in tokens)
 
-    Line order is kept and each line is compared on its own, so only the order *within* a line
-    is free: upstream APPS's last fallback (per-line token *sets*, lines in any order) accepts
-    outputs most problems reject. With ``abs_tol``/``rel_tol`` each line's tokens are sorted
-    (numbers by value, before other tokens) and compared pairwise with that tolerance.
+
+def _lines_close(g: list[str], w: list[str], abs_tol: float, rel_tol: float) -> bool:
+    return len(g) == len(w) and all(
+        _close(a, b, abs_tol, rel_tol) for a, b in zip(g, w, strict=True)
+    )
+
+
+def any_order_match(
+    actual: str,
+    expected: str,
+    abs_tol: float | None = None,
+    rel_tol: float | None = None,
+    scope: str = "within_line",
+) -> bool:
+    """Whether ``actual`` has the non-blank lines of ``expected`` with one order freed.
+
+    ``scope="within_line"`` (the default): the lines in the same order, each holding the same
+    tokens in any order (a multiset: a repeated token must be repeated); tokens never move to
+    another line. ``scope="lines"``: the same lines in any order (a multiset of lines), each
+    line's tokens in their own order (an edge ``p c`` stays ``p c``). Upstream APPS's last
+    fallback (per-line token *sets*, lines in any order) frees both at once and accepts outputs
+    most problems reject. With ``abs_tol``/``rel_tol`` the tokens of each line (within a line)
+    or the lines (by their tokens) are sorted, numbers by value before other tokens, and
+    compared pairwise with that tolerance: what is accepted is always a valid pairing.
     """
+    if scope not in ANY_ORDER_SCOPES:
+        raise ValueError(f"scope must be one of {ANY_ORDER_SCOPES}, got {scope!r}")
     tolerant = abs_tol is not None or rel_tol is not None
     a_tol, r_tol = float(abs_tol or 0.0), float(rel_tol or 0.0)
     if tolerant:
@@ -196,16 +226,20 @@ def any_order_match(
     want = [line.split() for line in expected.splitlines() if line.strip()]
     if len(got) != len(want):
         return False
+    if scope == "lines":
+        if not tolerant:
+            return sorted(got) == sorted(want)
+        return all(
+            _lines_close(g, w, a_tol, r_tol)
+            for g, w in zip(sorted(got, key=_line_key), sorted(want, key=_line_key), strict=True)
+        )
     for g, w in zip(got, want, strict=True):
         if len(g) != len(w):
             return False
         if not tolerant:
             if sorted(g) != sorted(w):
                 return False
-        elif not all(
-            _close(a, b, a_tol, r_tol)
-            for a, b in zip(sorted(g, key=_sort_key), sorted(w, key=_sort_key), strict=True)
-        ):
+        elif not _lines_close(sorted(g, key=_sort_key), sorted(w, key=_sort_key), a_tol, r_tol):
             return False
     return True
 

@@ -16,14 +16,18 @@ Selection (:func:`select_checker`), first match wins:
 1. ``task.metadata["checker"]``, a mapping given by the data (the APPS loader reads a record's
    ``checker`` field, and attaches the checker programs of :mod:`tasks.apps_checkers`):
    ``{"type": "default"}``, ``{"type": "float", "abs_tol": e, "rel_tol": e}``,
-   ``{"type": "any_order"}`` (optionally with tolerances) or
-   ``{"type": "program", "source": "<python defining check(input, output, answer)>"}``.
+   ``{"type": "any_order"}`` (optionally with tolerances, and ``"scope": "lines"`` to free the
+   order of the lines rather than of the tokens within each line) or
+   ``{"type": "program", "source": "<python defining check(input, output, answer)>"}`` (it must
+   compile: a checker that cannot run would reject every answer).
 2. For APPS tasks (``output_rule == "apps"``) only, the statement: a stated absolute/relative
-   error (:data:`TOLERANCE_PATTERN`) gives a tolerance; a sentence that tells the program to
-   print something ``in any order`` gives the any-order comparison. A statement that accepts
-   several answers (:data:`SEVERAL_ANSWERS_PATTERN`) is flagged (``several_answers``) but keeps
-   the default comparison: without a checker program no valid construction can be verified,
-   and accepting anything would be a reward a policy could farm.
+   error (:data:`TOLERANCE_PATTERN`) gives a tolerance; a clause that tells the program to
+   print something ``in any order`` (:func:`any_order_clause`) gives the any-order comparison,
+   of the tokens within each line or of the lines (:func:`any_order_scope`; where it cannot
+   tell which, nothing is selected). A statement that accepts several answers
+   (:data:`SEVERAL_ANSWERS_PATTERN`) is flagged (``several_answers``) but keeps the default
+   comparison: without a checker program no valid construction can be verified, and accepting
+   anything would be a reward a policy could farm.
 3. Otherwise the task's own ``output_rule`` (the default; unchanged).
 
 Every relaxed checker accepts what the task's own rule accepts (the expected output is always a
@@ -35,6 +39,7 @@ output cannot forge a verdict.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import secrets
@@ -42,7 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .compare import any_order_match, outputs_match, tolerance_match
+from .compare import ANY_ORDER_SCOPES, any_order_match, outputs_match, tolerance_match
 from .outcome import Outcome
 
 __all__ = [
@@ -51,6 +56,8 @@ __all__ = [
     "SEVERAL_ANSWERS_PATTERN",
     "TOLERANCE_PATTERN",
     "OutputChecker",
+    "any_order_clause",
+    "any_order_scope",
     "checker_from_data",
     "checker_program",
     "judge_output",
@@ -60,6 +67,7 @@ __all__ = [
 ]
 
 CheckerType = Literal["default", "float", "any_order", "program"]
+OrderScope = Literal["within_line", "lines"]
 CHECKER_TYPES: tuple[str, ...] = ("default", "float", "any_order", "program")
 
 # "10^{-6}", "10^{ - 6}", "10^-6", "10^(-6)", "$10^{-9}$", "1e-6", "1E-06"
@@ -76,13 +84,50 @@ TOLERANCE_PATTERN = re.compile(
     r"[^.]{0,120}?" + _BOUND + r"\s*\$?\s*" + _EPS,
     re.IGNORECASE,
 )
-#: One sentence telling the program to print something in any order ("print k distinct
-#: integers ... in any order"); sentences about doing operations in any order do not name
-#: printing or output.
+#: An output verb, then within the same clause (no ``;``) "in any order" / "in arbitrary order":
+#: "print k distinct integers ... in any order", "the edges can be printed in any order". The
+#: text between them is ``object``. Sentences about doing operations in any order name no
+#: output verb before the phrase. A clause matching this still needs :func:`any_order_clause`'s
+#: other conditions (no negation, nothing about the input).
 ANY_ORDER_PATTERN = re.compile(
-    r"^(?=.*\b(?:print|output|write)\b).*\bin\s+(?:an\s+)?(?:any|arbitrary)\s+order\b",
+    r"\b(?:print\w*|output\w*|write|writes|writing|written)\b(?P<object>[^;]*?)"
+    r"\bin\s+(?:an\s+)?(?:any|arbitrary)\s+order\b",
     re.IGNORECASE,
 )
+#: Words that make an any-order sentence say the opposite or fix an order: "not in any order",
+#: "you cannot output them in any order", "they must be sorted", "in increasing order". A
+#: sentence holding one selects nothing ("not necessarily distinct" is no negation).
+_ORDER_NEGATION = re.compile(
+    r"\b(?:not|never|cannot|nor)\b(?!\s+necessarily)|n['\u2019]t\b|\bsort(?:ed)?\b"
+    r"|\b(?:increasing|decreasing|ascending|descending)\b|\blexicographic"
+    r"|\bin\s+the\s+(?:same\s+)?order\b",
+    re.IGNORECASE,
+)
+#: The any-order phrase is about what the program reads ("the queries are given in any order").
+_ABOUT_INPUT = re.compile(r"\b(?:given|input|read|reads|reading)\b", re.IGNORECASE)
+#: The freed items are lines: "print the lines in any order", "... in any order, one per line",
+#: "each on a separate line".
+_LINE_ITEMS = re.compile(
+    r"\blines\b|\bone\s+per\s+line\b"
+    r"|\b(?:on|in)\s+(?:a\s+)?(?:separate|different|new|distinct|its\s+own)\s+lines?\b",
+    re.IGNORECASE,
+)
+#: The freed items are single numbers (printed on one line unless the clause says otherwise).
+_NUMBER_ITEMS = re.compile(
+    r"\b(?:numbers|integers|indices|indexes|values|elements|positions|ids|labels|vertices"
+    r"|nodes|digits)\b",
+    re.IGNORECASE,
+)
+#: The statement's output is several lines: "print n-1 lines", "output m lines", "one per
+#: line", "each on a separate line" (an input's "each of the next m lines" names no output verb).
+_OUTPUT_LINES = re.compile(
+    r"\b(?:print|output|write)\w*\b[^.;]{0,60}?\blines\b|\bone\s+per\s+line\b"
+    r"|\beach\s+(?:on|in)\s+(?:a\s+)?(?:separate|different|new|its\s+own)\s+line\b",
+    re.IGNORECASE,
+)
+#: Several independent answers in one output (test cases, queries): lines freed over the whole
+#: output could move from one answer to another, so the line scope is not selected.
+_SEVERAL_CASES = re.compile(r"\btest\s+cases?\b|\bquer(?:y|ies)\b|\btestcases?\b", re.I)
 #: One sentence accepting several answers: "if there are multiple answers, print any of them",
 #: "you may output any", "print any example".
 SEVERAL_ANSWERS_PATTERN = re.compile(
@@ -103,6 +148,8 @@ class OutputChecker:
     output the rule rejects. ``origin``: ``"data"`` (the task's ``checker`` field),
     ``"statement"`` (a pattern in the statement) or ``"default"``. ``evidence``: the statement
     text that selected it. ``several_answers``: the statement accepts several answers.
+    ``scope``: what an any-order checker frees, the order of the tokens within each line
+    (``"within_line"``) or the order of the lines (``"lines"``).
     """
 
     rule: str = "tokens"
@@ -113,15 +160,19 @@ class OutputChecker:
     origin: Literal["default", "data", "statement"] = "default"
     several_answers: bool = False
     evidence: str = ""
+    scope: OrderScope = "within_line"
 
     @property
     def name(self) -> str:
-        """A short name for verdicts: ``default``, ``float(abs=1e-06,rel=1e-06)``, ..."""
+        """A short name for verdicts: ``default``, ``float(abs=1e-06,rel=1e-06)``,
+        ``any_order`` (within each line), ``any_order_lines``, ..."""
+        lines = self.kind == "any_order" and self.scope == "lines"
+        base = "any_order_lines" if lines else self.kind
         if self.kind in ("float", "any_order") and (
             self.abs_tol is not None or self.rel_tol is not None
         ):
-            return f"{self.kind}(abs={self.abs_tol or 0:g},rel={self.rel_tol or 0:g})"
-        return self.kind
+            return f"{base}(abs={self.abs_tol or 0:g},rel={self.rel_tol or 0:g})"
+        return base
 
     def describe(self) -> dict[str, Any]:
         """JSON-friendly summary (no program source), recorded in a report's details."""
@@ -150,7 +201,7 @@ def checker_from_data(spec: Any, rule: str, where: str = "task") -> OutputChecke
     allowed = {
         "default": {"type"},
         "float": {"type", "abs_tol", "rel_tol"},
-        "any_order": {"type", "abs_tol", "rel_tol"},
+        "any_order": {"type", "abs_tol", "rel_tol", "scope"},
         "program": {"type", "source", "origin"},
     }[kind]
     unknown = set(spec) - allowed
@@ -159,28 +210,106 @@ def checker_from_data(spec: Any, rule: str, where: str = "task") -> OutputChecke
     if kind == "default":
         return OutputChecker(rule=rule, origin="data")
     if kind == "program":
-        source = spec.get("source")
-        if not isinstance(source, str) or "def check" not in source:
-            raise ValueError(
-                f"{where}: a program checker needs 'source', Python that defines "
-                "check(input, output, answer)"
-            )
-        return OutputChecker(rule=rule, kind="program", program=source, origin="data")
+        return OutputChecker(
+            rule=rule,
+            kind="program",
+            program=_checker_source(spec.get("source"), where),
+            origin="data",
+        )
     abs_tol = spec.get("abs_tol")
     rel_tol = spec.get("rel_tol")
     if kind == "float" and abs_tol is None and rel_tol is None:
         raise ValueError(f"{where}: a float checker needs abs_tol and/or rel_tol")
+    scope = spec.get("scope", "within_line")
+    if scope not in ANY_ORDER_SCOPES:
+        raise ValueError(
+            f"{where}: an any_order checker's scope must be one of {ANY_ORDER_SCOPES}, "
+            f"got {scope!r}"
+        )
     return OutputChecker(
         rule=rule,
         kind=kind,
         abs_tol=None if abs_tol is None else _tolerance(abs_tol, "abs_tol", where),
         rel_tol=None if rel_tol is None else _tolerance(rel_tol, "rel_tol", where),
         origin="data",
+        scope=scope,
     )
+
+
+def _checker_source(source: Any, where: str) -> str:
+    """``source`` if it is Python that compiles and defines ``check`` at its top level; else a
+    ValueError naming the problem (a checker that cannot run would reject every answer)."""
+    usage = "it must be Python that defines check(input, output, answer)"
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError(f"{where}: a program checker needs 'source': {usage}")
+    filename = f"<checker of {where}>"
+    try:
+        tree = ast.parse(source, filename)
+        compile(tree, filename, "exec")  # what parsing alone does not check (global after use)
+    except SyntaxError as exc:
+        why = f"{exc.__class__.__name__}: {exc.msg} at line {exc.lineno}"
+        raise ValueError(
+            f"{where}: the checker program does not compile ({why}); {usage}"
+        ) from None
+    except ValueError as exc:  # a NUL byte
+        raise ValueError(
+            f"{where}: the checker program does not compile ({exc}); {usage}"
+        ) from None
+    if not any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "check"
+        for node in tree.body
+    ):
+        raise ValueError(
+            f"{where}: the checker program defines no top-level function check; {usage}"
+        )
+    return source
 
 
 def _sentences(statement: str) -> list[str]:
     return [" ".join(s.split()) for s in _SENTENCE.split(statement) if s.strip()]
+
+
+def _clauses(sentence: str) -> list[str]:
+    return [c for c in sentence.split(";") if c.strip()]
+
+
+def any_order_clause(sentence: str) -> str | None:
+    """The clause of ``sentence`` that frees the order of what the program prints, else None.
+
+    A clause (the sentence split on ``;``) where an output verb (print, output, write) comes
+    before "in any order" / "in arbitrary order", with nothing between them about the input
+    (given, input, read); the sentence must hold no negation (not, cannot, can't, never, ...) and
+    nothing that fixes an order (sorted, increasing, descending, lexicographic, "in the order").
+    """
+    if _ORDER_NEGATION.search(sentence):
+        return None
+    for clause in _clauses(sentence):
+        m = ANY_ORDER_PATTERN.search(clause)
+        if m is not None and not _ABOUT_INPUT.search(m.group("object")):
+            return " ".join(clause.split())
+    return None
+
+
+def any_order_scope(clause: str, statement: str) -> OrderScope | None:
+    """Which order an any-order ``clause`` of ``statement`` frees, or None when it cannot tell.
+
+    ``"lines"`` when the clause says the items are lines ("lines", "one per line", "each on a
+    separate line"); ``"within_line"`` when it names single numbers (integers, indices,
+    numbers, ...): they are printed on one line, whose tokens may come in any order; ``"lines"``
+    when it names other items ("the edges") and the statement prints several lines ("print n-1
+    lines p_i c_i"): each item is a line, in any order, its tokens in their order. A line scope
+    is never selected for a statement with several test cases or queries (a line could move
+    from one answer to another): None, as for a clause that names neither.
+    """
+    if _LINE_ITEMS.search(clause):
+        scope: OrderScope | None = "lines"
+    elif _NUMBER_ITEMS.search(clause):
+        return "within_line"
+    elif _OUTPUT_LINES.search(" ".join(statement.split())):
+        scope = "lines"
+    else:
+        return None
+    return None if _SEVERAL_CASES.search(statement) else scope
 
 
 def statement_checker(statement: str, rule: str = "apps") -> OutputChecker:
@@ -195,7 +324,14 @@ def statement_checker(statement: str, rule: str = "apps") -> OutputChecker:
         rel_tol = eps if "relative" in kind else 0.0
         evidence.append(tol.group(0))
     sentences = _sentences(statement)
-    order = next((s for s in sentences if ANY_ORDER_PATTERN.search(s)), None)
+    order: str | None = None
+    scope: OrderScope = "within_line"
+    for sentence in sentences:
+        clause = any_order_clause(sentence)
+        found = None if clause is None else any_order_scope(clause, statement)
+        if found is not None and clause is not None:
+            order, scope = clause, found
+            break
     several = next((s for s in sentences if SEVERAL_ANSWERS_PATTERN.search(s)), None)
     if order is not None:
         evidence.append(order)
@@ -210,6 +346,7 @@ def statement_checker(statement: str, rule: str = "apps") -> OutputChecker:
         origin="statement" if (order or tol or several) else "default",
         several_answers=several is not None,
         evidence=" | ".join(e[:200] for e in evidence),
+        scope=scope,
     )
 
 
@@ -235,7 +372,9 @@ def match_output(checker: OutputChecker, actual: str, expected: str) -> bool:
     if checker.kind == "float":
         return tolerance_match(actual, expected, checker.abs_tol or 0.0, checker.rel_tol or 0.0)
     if checker.kind == "any_order":
-        return any_order_match(actual, expected, checker.abs_tol, checker.rel_tol)
+        return any_order_match(
+            actual, expected, checker.abs_tol, checker.rel_tol, scope=checker.scope
+        )
     return False
 
 

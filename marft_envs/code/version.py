@@ -8,7 +8,10 @@ names the backend it used). See docs/leaderboard.md for what a bump does to stor
 
 History: ``code-1`` the first; ``code-2`` the special judge (marft_envs/code/judge.py): APPS
 stdin/stdout tasks whose statement states a float tolerance or output in any order, and tasks
-whose data gives a checker, accept outputs the single expected output rejected.
+whose data gives a checker, accept outputs the single expected output rejected; ``code-3`` the
+special judge reviewed: "in any order" counts only after an output verb in one clause, not about
+the input and not negated; a statement freeing the order of the lines gets lines compared as a
+multiset (each line's tokens in order); a checker program that does not compile is refused.
 """
 
-GRADER_VERSION = "code-2"
+GRADER_VERSION = "code-3"

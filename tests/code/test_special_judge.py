@@ -170,7 +170,7 @@ def test_a_tolerance_stated_loosely_is_not_guessed():
 
 
 def test_selection_order_data_then_statement_then_rule():
-    stated = "Print them in any order. If there are several answers, print any."
+    stated = "Print the numbers in any order. If there are several answers, print any."
     task = _io_task(stated, [("", "1 2")])
     assert select_checker(task).kind == "any_order"
     data = _io_task(stated, [("", "1 2")], checker={"type": "default"})
@@ -316,6 +316,7 @@ def test_apps_rows_select_as_documented():
     """The counts docs/code_envs.md gives for ../shared/data/apps."""
     tasks.clear_cache()
     found: dict[str, list[int]] = {}
+    names: set[str] = set()
     for split in ("train", "test"):
         for rec in _apps_rows(split).values():
             task = apps_to_task(rec, split=split)
@@ -323,10 +324,15 @@ def test_apps_rows_select_as_documented():
                 continue
             c = select_checker(task)
             found.setdefault(c.kind, []).append(rec["problem_id"])
+            names.add(c.name)
             if c.several_answers:
                 found.setdefault("several", []).append(rec["problem_id"])
     assert sorted(found["float"]) == [2002, 2024, 2040]
     assert sorted(found["any_order"]) == [6, 44]
+    assert "any_order_lines" not in names  # both free the numbers of one line, not the lines
+    # 2398 says "in any order" of the numbers of one line too; its checker program wins
+    stated = statement_checker(apps_to_task(_apps_rows("train")[2398], split="train").prompt)
+    assert (stated.name, stated.scope) == ("any_order", "within_line")
     assert sorted(found["program"]) == [2023, 2398, 2400]
     assert len(found["several"]) == 22 and 3040 not in found["several"]
     assert set(APPS_CHECKERS) == {("train", 2023), ("train", 2398), ("train", 2400)}
@@ -372,3 +378,129 @@ def test_checker_programs_reject_wrong_constructions(sb):
     assert check("print('2 1 4 3')", small, sandbox=sb, extract=False).outcome == "pass"
     assert check("print('1 2 3 4')", small, sandbox=sb, extract=False).outcome == "fail"
     assert check("print('1 1 2 3')", small, sandbox=sb, extract=False).outcome == "fail"
+
+
+# ----------------------------------------------------------------------------- any order: review
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "Print the k indices in increasing order, not in any order.",
+        "Print the k indices; you cannot output them in any order: they must be sorted.",
+        "The queries are given in any order; print the answers in the order of the input.",
+        "Print the answers to the queries given in any order.",
+        "You can't print the numbers in any order.",
+        "Print them in any order.",  # which order: the tokens of a line or the lines? not said
+        "Print the first n-1 edges in any order, then the sorted rest.",
+        # lines freed over several answers would let a line move from one test case to another
+        "The first line contains t, the number of test cases. For each test case print n-1 "
+        "lines p_i c_i. You may print the edges in any order.",
+    ],
+)
+def test_statements_that_fix_or_do_not_free_the_output_order_select_nothing(statement):
+    c = statement_checker(statement)
+    assert c.kind == "default", c.evidence
+
+
+@pytest.mark.parametrize(
+    "statement, name",
+    [
+        ("In the second line print k integers, not necessarily distinct, in any order.", "any_order"),
+        ("The indices can be printed in any order.", "any_order"),
+        (
+            "Print n-1 lines p_i c_i: the parent and the child. You may print the edges in any "
+            "order.",
+            "any_order_lines",
+        ),
+        ("Print the pairs in any order, one per line.", "any_order_lines"),
+        ("Print k lines in any order.", "any_order_lines"),
+    ],
+)
+def test_what_an_any_order_statement_frees(statement, name):
+    c = statement_checker(statement)
+    assert c.name == name, c.evidence
+
+
+@pytest.mark.parametrize(
+    "actual, want",
+    [
+        ("2 3\n1 2\n", True),  # the edges in another order
+        ("1 2\n2 3\n", True),
+        ("2 1\n3 2\n", False),  # "child parent": each line's tokens keep their order
+        ("1 2\n3 2\n", False),
+        ("1 2 2\n3\n", False),  # a token moved to another line
+        ("1 2\n1 2\n", False),  # a multiset: a repeated line must be repeated
+        ("1 2\n2 3\n2 3\n", False),
+    ],
+)
+def test_any_order_of_lines(actual, want):
+    assert any_order_match(actual, "1 2\n2 3\n", scope="lines") is want
+
+
+def test_any_order_of_lines_with_a_tolerance():
+    assert any_order_match("0.5000001 1\n0.25 2\n", "0.25 2\n0.5 1\n", 1e-6, 1e-6, "lines")
+    assert not any_order_match("1 0.5\n0.25 2\n", "0.25 2\n0.5 1\n", 1e-6, 1e-6, "lines")
+    with pytest.raises(ValueError, match="scope must be one of"):
+        any_order_match("1", "1", scope="tokens")
+
+
+def test_a_data_checker_may_free_the_order_of_lines():
+    c = checker_from_data({"type": "any_order", "scope": "lines"}, "apps")
+    assert (c.name, c.scope) == ("any_order_lines", "lines")
+    assert match_output(c, "2 3\n1 2", "1 2\n2 3") and not match_output(c, "2 1\n3 2", "1 2\n2 3")
+    tol = checker_from_data({"type": "any_order", "scope": "lines", "abs_tol": 1e-6}, "apps")
+    assert tol.name == "any_order_lines(abs=1e-06,rel=0)"
+    assert checker_from_data({"type": "any_order"}, "apps").scope == "within_line"
+    with pytest.raises(ValueError, match="scope must be one of"):
+        checker_from_data({"type": "any_order", "scope": "rows"}, "apps")
+
+
+EDGES_TASK = _io_task(
+    "Print n-1 lines p_i c_i: the parent and the child of each edge. You may print the edges in "
+    "any order.",
+    [("", "1 2\n1 3\n3 4\n")],
+)
+
+
+@pytest.mark.parametrize(
+    "program, outcome",
+    [
+        ("print('3 4')\nprint('1 2')\nprint('1 3')\n", "pass"),  # a valid order of the edges
+        ("print('2 1')\nprint('3 1')\nprint('4 3')\n", "fail"),  # child before parent
+        ("print('1 3')\nprint('1 2')\nprint('4 3')\n", "fail"),  # one edge reversed
+    ],
+)
+def test_any_order_of_lines_in_check(sb, program, outcome):
+    report = check(program, EDGES_TASK, sandbox=sb, extract=False)
+    assert report.outcome == outcome, report.reason
+    assert report.extra["checker"] == "any_order_lines"
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("def check(input, output, answer)\n    return True\n", "does not compile"),
+        ("def check(input, output, answer):\nreturn True\n", "does not compile"),
+        ("def check(input, output, answer):\n    return x\n    global x\n", "does not compile"),
+        ("def check(input, output, answer):\n    return True\0\n", "does not compile"),
+        ("# def check(input, output, answer)\nprint(1)\n", "defines no top-level function check"),
+        ("   ", "needs 'source'"),
+    ],
+)
+def test_a_program_checker_that_cannot_run_is_refused(source, message):
+    """A checker that does not compile would reject every answer (reward 0, no infrastructure
+    signal): refused when the checker is read, naming the problem."""
+    with pytest.raises(ValueError, match=message):
+        checker_from_data({"type": "program", "source": source}, "apps", where="task 'x'")
+
+
+def test_a_task_with_a_broken_checker_program_is_an_infra_verdict():
+    from marft_envs.code import CodeVerifier
+
+    broken = {"type": "program", "source": "def check(input, output, answer)\n    return 1\n"}
+    task = _io_task("Print 1.", [("", "1")], checker=broken)
+    with pytest.raises(ValueError, match="does not compile"):
+        select_checker(task)
+    v = CodeVerifier(sandbox="subprocess").grade("```python\nprint(1)\n```", task)
+    assert v.infra_error and "does not compile" in str(v.reason)
