@@ -24,7 +24,7 @@ import importlib.util
 import os
 import string
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -300,17 +300,72 @@ def load_base(name_or_path: str, dtype: str = "float32", device: str = "cpu", se
         elif not local.exists() and hub_unreachable() is not None:
             offline = {"local_files_only": True}  # cached: use the cache without retrying the Hub
         try:
+            from transformers import AutoConfig
+
+            _check_causal_lm(AutoConfig.from_pretrained(source, **offline), name_or_path)
             tok = _load_tokenizer(source, **offline)
-            model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **offline)
+            # output_loading_info: (model, {"missing_keys", ...}); the stubs know one return
+            loaded: Any = AutoModelForCausalLM.from_pretrained(
+                source, dtype=torch_dtype, output_loading_info=True, **offline
+            )
+            model, info = loaded
+        except ModelNotFoundError:
+            raise
         except (OSError, ValueError) as exc:
             raise ModelNotFoundError(
                 f"could not load model {name_or_path!r} ({exc.__class__.__name__}: {exc}); "
                 f"built-in names: {list(BUILTIN_MODELS)}; or give a local directory or a Hub id "
                 "(the Hub needs network access)"
             ) from exc
+        missing = _untied_missing_keys(model, info)
+        if missing:
+            more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+            raise ModelNotFoundError(
+                f"model {name_or_path!r} lacks {len(missing)} weight(s) of its causal LM "
+                f"({', '.join(missing[:8])}{more}): they would be randomly initialised. Save the "
+                "whole causal LM (the *ForCausalLM model's save_pretrained, its head included), "
+                "not its base model"
+            )
     _prepare_tokenizer(tok)
     model.generation_config.pad_token_id = tok.pad_token_id
     return model.to(device), tok
+
+
+def _causal_lm_classes() -> set[str]:
+    """The class names transformers' AutoModelForCausalLM builds (GPT2LMHeadModel too)."""
+    try:
+        from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    except ImportError:  # pragma: no cover - depends on the transformers release
+        return set()
+    return {name for name in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values() if isinstance(name, str)}
+
+
+def _check_causal_lm(config: Any, name_or_path: str) -> None:
+    """Raise ModelNotFoundError when ``config.architectures`` names no causal LM (a BertModel,
+    a LlamaModel saved without its head): AutoModelForCausalLM would add a random head."""
+    archs = list(getattr(config, "architectures", None) or [])
+    if not archs:
+        return  # not recorded: the missing-weights check still catches a headless model
+    known = _causal_lm_classes()
+    if not any(a.endswith("ForCausalLM") or a in known for a in archs):
+        raise ModelNotFoundError(
+            f"model {name_or_path!r} is not a causal language model: its config.json names "
+            f"architectures {archs}, none a *ForCausalLM class, so its language-model head would "
+            "be randomly initialised. Save the causal LM (AutoModelForCausalLM, e.g. "
+            "LlamaForCausalLM) with save_pretrained"
+        )
+
+
+def _untied_missing_keys(model: nn.Module, info: Mapping[str, Any]) -> list[str]:
+    """The weights ``from_pretrained`` reported missing (``output_loading_info``), less those
+    tied to a weight that was loaded (``lm_head.weight`` sharing ``embed_tokens.weight`` when
+    ``tie_word_embeddings``): what the checkpoint really lacks, sorted."""
+    missing = set(info.get("missing_keys") or ())
+    if not missing:
+        return []
+    params = dict(model.named_parameters(remove_duplicate=False))
+    loaded = {p.data_ptr() for name, p in params.items() if name not in missing}
+    return sorted(k for k in missing if k not in params or params[k].data_ptr() not in loaded)
 
 
 def _prepare_tokenizer(tok) -> None:
@@ -381,10 +436,16 @@ def inspect_model_dir(path: str | Path, base: str | None = None) -> ModelDir:
     given = Path(path).expanduser()
     if not given.exists():
         text = str(path)
-        hub = text.count("/") == 1 and not text.startswith((".", "/", "~")) and text[-1] != "/"
+        # "org/name" may be a Hub id, unless "org" is a local folder ("runs/marft-1": a typo)
+        hub = (
+            text.count("/") == 1
+            and not text.startswith((".", "/", "~"))
+            and text[-1] != "/"
+            and not Path(text.split("/")[0]).exists()
+        )
         hint = (
-            f" (a Hub id is not downloaded here: `hf download {text} --local-dir DIR`, then "
-            "give DIR)"
+            f" (if this is a Hub id, download it first: `hf download {text} --local-dir DIR`, "
+            "then give DIR)"
             if hub
             else ""
         )

@@ -2,6 +2,7 @@
 directory, one model per seat; the bundles pass the leaderboard's re-grade."""
 
 import json
+import re
 import shutil
 
 import pytest
@@ -12,6 +13,7 @@ from baselines import marft
 from baselines.core.models import (
     CAUSAL_LM,
     PEFT_ADAPTER,
+    ModelNotFoundError,
     build_char_tokenizer,
     build_tiny_model,
     inspect_model_dir,
@@ -222,3 +224,67 @@ def test_our_own_adapters_graded_as_adapter_directories_play_as_our_evaluation(t
         return {e.task_id: [t.action for t in e.turns] for e in bundle.episodes}
     assert played(theirs) == played(ours) and theirs.claimed_score == ours.claimed_score
     assert ours.method == "marft" and theirs.method == "other"
+
+
+def _headless(root, name, *, tie, arch=None, bert=False):
+    """A base model saved without its language-model head (LlamaModel, BertModel), with a
+    tokenizer; ``arch`` rewrites the architectures its config.json names."""
+    from transformers import BertConfig, BertModel, LlamaConfig, LlamaModel
+
+    where = root / name
+    if where.exists():
+        return where
+    tok = build_char_tokenizer()
+    shape = dict(vocab_size=len(tok) + 8, hidden_size=16, intermediate_size=32,
+                 num_hidden_layers=1, num_attention_heads=2)
+    if bert:
+        model = BertModel(BertConfig(**shape))
+    else:
+        model = LlamaModel(LlamaConfig(**shape, num_key_value_heads=2, tie_word_embeddings=tie))
+    model.save_pretrained(where)
+    tok.save_pretrained(where)
+    if arch is not None:
+        meta = json.loads((where / "config.json").read_text())
+        meta["architectures"] = [arch]
+        (where / "config.json").write_text(json.dumps(meta))
+    return where
+
+
+@pytest.mark.parametrize("make, messages", [
+    (lambda root: _headless(root, "llama-base", tie=False),
+     ["not a causal language model", "['LlamaModel']", "*ForCausalLM"]),
+    (lambda root: _headless(root, "bert", tie=False, bert=True),
+     ["not a causal language model", "['BertModel']"]),
+    # the config claims a causal LM, the weights have no head: named, not randomly initialised
+    (lambda root: _headless(root, "llama-no-head", tie=False, arch="LlamaForCausalLM"),
+     ["lacks 1 weight(s)", "lm_head.weight", "randomly initialised"]),
+])
+def test_a_model_without_its_head_is_refused_before_a_bundle_is_written(make, messages,
+                                                                        tmp_path, capsys):
+    where = make(tmp_path)
+    code = eval_cli.main([str(where), "--env", ENV, "--out", str(tmp_path / "b.json"), *SMALL])
+    assert code == 2
+    err = capsys.readouterr().err
+    for message in messages:
+        assert message in err
+    assert not (tmp_path / "b.json").exists()
+    with pytest.raises(ModelNotFoundError, match=re.escape(messages[-1])):
+        load_pretrained(inspect_model_dir(where))
+
+
+def test_a_head_tied_to_the_embeddings_is_not_missing(tmp_path):
+    """``tie_word_embeddings``: lm_head is embed_tokens, whether or not the file holds it."""
+    where = _headless(tmp_path, "llama-tied", tie=True, arch="LlamaForCausalLM")
+    model, _ = load_pretrained(inspect_model_dir(where))
+    assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
+
+
+def test_a_missing_path_under_a_local_folder_gets_no_hub_hint(tmp_path, monkeypatch, capsys):
+    """``runs/marft-1`` with ``runs/`` here is a mistyped local path, not a Hub id."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    assert eval_cli.main(["runs/marft-1", "--env", ENV, *SMALL]) == 2
+    err = capsys.readouterr().err
+    assert "'runs/marft-1' does not exist" in err and "Hub" not in err and "hf download" not in err
+    assert eval_cli.main(["my-org/my-sft", "--env", ENV, *SMALL]) == 2
+    assert "if this is a Hub id, download it first" in capsys.readouterr().err
