@@ -180,6 +180,16 @@ class BatchSessions:
             env.close()
 
 
+def session_count(raw: str, max_sessions: int) -> int | None:
+    """The ``sessions`` query parameter as a count in ``1..max_sessions``, else None. Only ASCII
+    digits count ("²" is a digit to ``str.isdigit`` but ``int`` raises on it), and no more of
+    them than ``max_sessions`` has (``int`` raises on a text of over 4300 digits)."""
+    if not (raw.isascii() and raw.isdigit()) or len(raw.lstrip("0")) > len(str(max_sessions)):
+        return None
+    n = int(raw)
+    return n if 1 <= n <= max_sessions else None
+
+
 def add_batch_route(
     app: Any,
     factory: Callable[[], MarftEnvironment],
@@ -196,7 +206,8 @@ def add_batch_route(
     async def endpoint(websocket: WebSocket) -> None:
         await websocket.accept()
         raw_n = websocket.query_params.get("sessions", "1")
-        if not raw_n.isdigit() or not 1 <= int(raw_n) <= max_sessions:
+        n = session_count(raw_n, max_sessions)
+        if n is None:
             await websocket.send_text(
                 dumps(
                     error(
@@ -207,7 +218,6 @@ def add_batch_route(
             )
             await websocket.close(1008)
             return
-        n = int(raw_n)
         if open_sessions[0] + n > max_sessions:
             refusal = (
                 f"Server at capacity: {open_sessions[0]}/{max_sessions} sessions open on "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -119,11 +120,11 @@ class MarftBatchClient:
 
         async with MarftBatchClient(base_url=url, sessions=64) as envs:
             results = await envs.reset({i: {"seed": i} for i in range(64)})
-            while results:
-                texts = my_llm([r.observation.view["prompt"] for r in results.values()])
+            while live := {i: r for i, r in results.items() if not r.done}:
+                texts = my_llm([r.observation.view["prompt"] for r in live.values()])
                 actions = {i: MarftAction(agent=r.observation.agent, text=t)
-                           for (i, r), t in zip(results.items(), texts) if not r.done}
-                results = await envs.step(actions)
+                           for (i, r), t in zip(live.items(), texts)}
+                results = await envs.step(actions)  # the sessions stepped, finished ones too
 
     A session's failure raises :class:`BatchError` after the whole frame is answered (the other
     sessions' results ride on it); ``.sync()`` gives the blocking form.
@@ -138,8 +139,17 @@ class MarftBatchClient:
         message_timeout_s: float = 60.0,
         max_size: int = 64 * 2**20,
     ):
-        self.url = _ws_url(base_url) + f"{BATCH_PATH}?sessions={int(sessions)}"
-        self.num_sessions = int(sessions)
+        try:
+            n = None if isinstance(sessions, bool) else operator.index(sessions)
+        except TypeError:
+            n = None
+        if n is None or n < 1:
+            raise ValueError(
+                f"sessions must be a positive integer (how many sessions to open), got "
+                f"{sessions!r:.40}"
+            )
+        self.url = _ws_url(base_url) + f"{BATCH_PATH}?sessions={n}"
+        self.num_sessions = n
         self.connect_timeout_s, self.message_timeout_s = connect_timeout_s, message_timeout_s
         self.max_size = max_size
         self.env_id: str | None = None
@@ -164,6 +174,9 @@ class MarftBatchClient:
                 hello = await asyncio.wait_for(ws.recv(), self.message_timeout_s)
             except ConnectionClosed as e:
                 raise _closed(e) from None
+            except asyncio.TimeoutError:  # not yet TimeoutError on Python 3.10
+                await ws.close()
+                raise TimeoutError(self._no_reply("its sessions opened")) from None
             message = loads(hello)
             if message.get("type") == "error":
                 await ws.close()
@@ -205,27 +218,39 @@ class MarftBatchClient:
         except ConnectionClosed:
             pass  # the reader fails ``reply`` with the server's reason for closing
         # shield: a timed-out call leaves its future queued, so later replies stay paired
-        return await asyncio.wait_for(asyncio.shield(reply), self.message_timeout_s)
+        try:
+            return await asyncio.wait_for(asyncio.shield(reply), self.message_timeout_s)
+        except asyncio.TimeoutError:  # not yet TimeoutError on Python 3.10
+            reply.cancel()  # its reply, if it comes, is dropped by the reader
+            why = self._no_reply(f"a frame of {len(items)} item(s) was answered")
+            raise TimeoutError(why) from None
+
+    def _no_reply(self, what: str) -> str:
+        return (
+            f"no reply from {self.url} within message_timeout_s={self.message_timeout_s:g} s "
+            f"before {what}: the server may be overloaded or stalled (raise message_timeout_s "
+            "for slow grades)"
+        )
 
     async def reset(
         self, sessions: Mapping[int, Mapping[str, Any]]
     ) -> dict[int, StepResult[MarftObservation]]:
         """Reset each session of ``sessions`` (index -> reset fields: seed, task_id, seats, ...)."""
         items = [{"session": i, "type": "reset", "data": dict(kw)} for i, kw in sessions.items()]
-        return self._results(await self.send(items), parse_result)
+        return self._results(items, await self.send(items), parse_result)
 
     async def step(
         self, actions: Mapping[int, MarftAction]
     ) -> dict[int, StepResult[MarftObservation]]:
         """Play one action in each session of ``actions`` (index -> action)."""
         items = [{"session": i, "type": "step", "data": a.model_dump()} for i, a in actions.items()]
-        return self._results(await self.send(items), parse_result)
+        return self._results(items, await self.send(items), parse_result)
 
     async def state(self, sessions: Iterable[int] | None = None) -> dict[int, MarftState]:
         """The state of each of ``sessions`` (default all)."""
         ids = range(self.num_sessions) if sessions is None else sessions
         items = [{"session": i, "type": "state"} for i in ids]
-        return self._results(await self.send(items), lambda d: MarftState(**d))
+        return self._results(items, await self.send(items), lambda d: MarftState(**d))
 
     def sync(self) -> SyncMarftBatchClient:
         """The blocking form of this client (its own event loop)."""
@@ -238,7 +263,7 @@ class MarftBatchClient:
             while True:
                 message = loads(await ws.recv())  # ConnectionClosed carries the server's reason
                 reply = self._pending.popleft()
-                if reply.done():  # its caller timed out
+                if reply.cancelled():  # its caller timed out (send cancels it)
                     continue
                 if message.get("type") == "error":  # a frame the server could not read
                     reply.set_exception(server_error(message["data"]))
@@ -256,14 +281,21 @@ class MarftBatchClient:
                     reply.set_exception(error)
 
     @staticmethod
-    def _results(replies: list[dict[str, Any]], parse: Callable[[Any], T]) -> dict[int, T]:
+    def _results(
+        items: list[dict[str, Any]], replies: list[dict[str, Any]], parse: Callable[[Any], T]
+    ) -> dict[int, T]:
+        """Replies by the session index each item was sent with: the server answers an item it
+        cannot read (an index out of range) with ``"session": null``, and the replies come in
+        the items' order."""
         results: dict[int, T] = {}
         errors: dict[int, RuntimeError] = {}
-        for reply in replies:
+        paired = len(items) == len(replies)
+        for k, reply in enumerate(replies):
+            session = items[k]["session"] if paired else reply["session"]
             if reply["type"] == "error":
-                errors[reply["session"]] = server_error(reply["data"])
+                errors[session] = server_error(reply["data"])
             else:
-                results[reply["session"]] = parse(reply["data"])
+                results[session] = parse(reply["data"])
         if errors:
             raise BatchError(results, errors)
         return results

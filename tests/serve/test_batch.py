@@ -8,11 +8,13 @@ import asyncio
 import contextlib
 import json
 import time
+import urllib.parse
 
 import pytest
 
 pytest.importorskip("openenv")
 
+import websockets.exceptions
 import websockets.sync.client as ws_sync
 
 from marft_envs import EnvOrderError
@@ -232,3 +234,68 @@ def test_a_plain_openenv_client_plays_over_ws_beside_a_batched_connection(server
             b = envs.step({0: MarftAction(agent=agent, text="\\boxed{1}")})[0]
             assert b.observation.agent == r.observation["agent"] and b.done == r.done
         assert r.metadata["verdict"] == b.metadata["verdict"]
+
+
+@pytest.mark.parametrize("n", ["\u00b2", "1" * 5000, "-1", " 2", "0x2"])
+def test_a_session_count_that_is_no_ascii_number_is_refused_cleanly(server, n):
+    """"²" is a digit to ``str.isdigit`` but ``int`` raises on it; 5000 digits are over ``int``'s
+    limit: a VALIDATION_ERROR frame and a close, not a server traceback."""
+    with raw_batch_ws(server, urllib.parse.quote(n)) as (ws, reply):
+        assert reply["data"]["code"] == "VALIDATION_ERROR" and "1..16" in reply["data"]["message"]
+        with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
+            ws.recv(timeout=30)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+
+
+def test_session_count():
+    assert [batch.session_count(n, 16) for n in ("1", "0016", "16")] == [1, 16, 16]
+    assert [batch.session_count(n, 16) for n in ("0", "17", "\u00b2", "\u0661", "9" * 5000)] == [
+        None
+    ] * 5
+
+
+def test_errors_of_unreadable_sessions_are_keyed_by_the_index_sent(server):
+    """The server answers an index out of range with ``"session": null``; the client keys each
+    reply by the index its item was sent with, so every failure is reported."""
+    with MarftBatchClient(server, sessions=2).sync() as envs:
+        with pytest.raises(BatchError) as caught:
+            envs.state([0, 7, 9])
+        assert list(caught.value.results) == [0]
+        assert sorted(caught.value.errors) == [7, 9]
+        assert "0..1" in str(caught.value.errors[9])
+
+
+@pytest.mark.parametrize("sessions", ["abc", "3", 0, -1, 2.0, True, None])
+def test_the_session_count_of_a_client_must_be_a_positive_integer(sessions):
+    with pytest.raises(ValueError, match="sessions must be a positive integer"):
+        MarftBatchClient("http://127.0.0.1:1", sessions=sessions)
+
+
+def test_a_missing_reply_times_out_naming_the_url_and_the_limit():
+    """A server that opens the sessions and then never answers: the call fails after
+    ``message_timeout_s`` with a message naming both; a reply that comes late is dropped."""
+    from websockets.asyncio.server import serve
+
+    async def silent(ws):
+        await ws.send(json.dumps({"type": "open", "data": {"sessions": 1, "env_id": "x",
+                                                           "agents": ["a"]}}))
+        await ws.recv()  # the frame: never answered in time
+        await asyncio.sleep(0.5)
+        await ws.send(json.dumps({"type": "batch", "data": [{"session": 0, "type": "state",
+                                                             "data": {}}]}))
+        await ws.wait_closed()
+
+    async def main():
+        async with serve(silent, "127.0.0.1", 0) as srv:
+            port = srv.sockets[0].getsockname()[1]
+            client = MarftBatchClient(f"http://127.0.0.1:{port}", sessions=1,
+                                      message_timeout_s=0.2)
+            async with client:
+                with pytest.raises(TimeoutError) as caught:
+                    await client.send([{"session": 0, "type": "state"}])
+                await asyncio.sleep(0.6)  # the late reply reaches the cancelled call: dropped
+            return str(caught.value)
+
+    message = asyncio.run(main())
+    assert "ws://127.0.0.1:" in message and "/marft/ws?sessions=1" in message
+    assert "message_timeout_s=0.2" in message
