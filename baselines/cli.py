@@ -5,12 +5,15 @@ the registry, :mod:`baselines.core.methods`, names).
                               [--resume DIR] [--overwrite] [key=value ...]
 
 ``key=value`` overrides any config field (``algo.lr=2e-6``, ``iterations=2``,
-``env.overrides.horizon=2``); ``--help`` lists every field with its default.
+``env.overrides.horizon=2``); ``--help`` lists every field with its default under the method's
+preset. A method in a researcher's own file runs the same way (``python rloo.py --env ...``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import shutil
 import sys
 import time
@@ -29,11 +32,13 @@ from .core.config import (
 from .core.methods import METHODS, get_method
 
 
-def build_parser(prog: str, description: str) -> argparse.ArgumentParser:
+def build_parser(prog: str, description: str, preset: str | None = None) -> argparse.ArgumentParser:
+    """The method command line; its epilog lists every config field with the defaults of
+    ``preset``'s method (the dataclass defaults when ``None``)."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description=description,
-        epilog=config_help(),
+        epilog=config_help(preset),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--env", help="registered environment id (e.g. math-3agent, arith-2agent)")
@@ -154,6 +159,60 @@ def describe(cfg: Config) -> str:
     )
 
 
+def command(module: str) -> str:
+    """How the method module ``module`` is run: ``python -m baselines.<module>``, or for a
+    method registered in a researcher's own file (no ``baselines.<module>``), the script this
+    process runs (``python rloo.py``)."""
+    if importlib.util.find_spec(f"baselines.{module}") is not None:
+        return f"python -m baselines.{module}"
+    script = sys.argv[0] if sys.argv and sys.argv[0] not in ("", "-c", "-m") else f"{module}.py"
+    return f"python {script}"
+
+
+def import_module_or_file(ref: str) -> str:
+    """Import ``ref``, a module name (``my_methods``) or a ``.py`` file path (``rloo.py``), so
+    the methods it registers (:func:`~baselines.core.methods.register_method`) are known;
+    returns the module's name. A file is imported as the module named by its stem (how a
+    ``"module:function"`` estimator of the file is found; the same file again is not run
+    twice). :class:`ConfigError` for a file that does not exist, a file whose stem names a
+    module imported from elsewhere (``json.py``), or a module that cannot be found."""
+    path = Path(ref).expanduser()
+    if ref.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise ConfigError(f"--import {ref!r}: no such file")
+        name = path.stem
+        loaded = sys.modules.get(name)
+        if loaded is not None:
+            where = getattr(loaded, "__file__", None)
+            if where and Path(where).resolve() == path.resolve():
+                return name
+            raise ConfigError(
+                f"--import {ref!r}: a module named {name!r} is imported already (from "
+                f"{where or 'built-in'}); rename the file"
+            )
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:  # pragma: no cover - a .py file always has one
+            raise ConfigError(f"--import {ref!r}: not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return name
+    try:
+        importlib.import_module(ref)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (ref == exc.name or ref.startswith(f"{exc.name}.")):
+            raise ConfigError(
+                f"--import {ref!r}: no module {exc.name!r} (give a module name on the Python "
+                "path or a .py file)"
+            ) from None
+        raise
+    return ref
+
+
 def descriptions() -> dict[str, str]:
     """The method modules (``python -m baselines.<module>`` or a researcher's own) of the
     registry as it is now, each with its method's summary."""
@@ -186,7 +245,8 @@ def train_main(preset: str, description: str, argv: Sequence[str] | None = None)
     they are caught only while the run is being set up. An error during training is a bug or
     a broken environment, and keeps its traceback.
     """
-    parser = build_parser(f"python -m baselines.{preset}", description)
+    prog = command(preset)
+    parser = build_parser(prog, description, preset)
     args = parser.parse_intermixed_args(argv)  # key=value may come before or after options
     try:
         cfg, out = resolve_config(preset, args)
@@ -195,8 +255,7 @@ def train_main(preset: str, description: str, argv: Sequence[str] | None = None)
         module = get_method(wanted).module
         if module != preset:
             raise ConfigError(
-                f"algo.method={wanted!r} but this is baselines.{preset}; "
-                f"run python -m baselines.{module} instead"
+                f"algo.method={wanted!r} but this is {prog}; run {command(module)} instead"
             )
         check_envs(cfg)
         print(describe(cfg), file=sys.stderr, flush=True)

@@ -7,6 +7,7 @@ elsewhere, and write a result bundle.
     python -m baselines.eval my-sft/ --env arith-2agent                     # a causal-LM directory
     python -m baselines.eval my-lora/ --env arith-2agent [--base BASE]      # a PEFT LoRA adapter
     python -m baselines.eval --env arith-2agent --agent-model reasoner_0=A/ --agent-model actor_1=B/
+    python -m baselines.eval runs/rloo/ --import rloo.py                    # a method of your own
 
 DIR is a run directory of baselines (``config.yaml``), a Hugging Face causal-LM directory
 (``config.json``, weights, tokenizer: what ``save_pretrained`` writes after a full fine-tune) or
@@ -14,6 +15,12 @@ a PEFT LoRA adapter directory (``adapter_config.json``; merged into its base, fr
 ``base_model_name_or_path`` or ``--base``). ``--agent-model SEAT=DIR`` gives one seat its own
 model directory (DIR, when given, plays the seats not named). Model directories are played
 greedily like runs, and their bundle's method is ``other`` unless ``--method`` names one.
+
+A run's bundle records the leaderboard name of the run's method
+(:attr:`~baselines.core.methods.MethodSpec.leaderboard`) when the leaderboard lists it, else
+``other``; ``--method`` names another (``other`` or a leaderboard method). A run of a method
+registered in a researcher's own file needs that file: ``--import rloo.py`` (or a module name,
+repeatable) imports it before the run's config is read.
 
 The bundle (``leaderboard.schema.Bundle``: env spec, dataset hash, package version, method,
 model, config, seeds, the grader version of the claimed score and every episode's transcript
@@ -31,8 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .cli import check_envs, describe, require_model, team_agents
+from .cli import check_envs, describe, import_module_or_file, require_model, team_agents
 from .core.config import Config, ConfigError, apply_overrides, load_config
+from .core.methods import OTHER, get_method, resolve_method
 
 if TYPE_CHECKING:
     from .core.evaluator import EvalSet, Evaluator
@@ -80,7 +88,6 @@ def load_policy(cfg: Config, run_dir: Path | None, out: Path | None) -> tuple[Po
     from .core.checkpoint import latest_checkpoint
     from .core.checkpointer import read_checkpoint
     from .core.evaluator import Evaluator
-    from .core.methods import get_method
     from .core.models import AdapterModel, LoraSpec, load_base
     from .trainer import (
         env_overrides,
@@ -263,7 +270,6 @@ def write_eval_bundle(
     from leaderboard.schema import Bundle, write_bundle
 
     from .core.evaluator import eval_metrics
-    from .core.methods import get_method
 
     cfg = run.cfg
     env_id = eval_set.env_id
@@ -284,7 +290,7 @@ def write_eval_bundle(
             "verifier or sandbox and evaluate again"
         )
     own = run if isinstance(run, Policy) else None
-    method = own.method if own and own.method else get_method(cfg.algo.method).leaderboard
+    method = own.method if own and own.method else leaderboard_method(cfg.algo.method)
     model = own.model if own and own.model else require_model(cfg)
     env = marft_envs.make(env_id, **eval_set.overrides)
     try:
@@ -304,12 +310,22 @@ def write_eval_bundle(
     return metrics, write_bundle(bundle, target)
 
 
-def bundle_method(name: str) -> str:
-    """The leaderboard method name a bundle of models trained elsewhere records: ``other``, a
-    leaderboard method, or any spelling of a registered method that has one (``at_grpo``)."""
+def leaderboard_method(method: str) -> str:
+    """The method a bundle of a run of ``method`` (any spelling of a registered method)
+    records: its :attr:`~baselines.core.methods.MethodSpec.leaderboard` name when the
+    leaderboard lists it (``leaderboard.schema.METHODS``), else ``other`` (a researcher's own
+    method: the leaderboard's name for every method it does not list)."""
     from leaderboard.schema import METHODS
 
-    from .core.methods import get_method
+    name = get_method(method).leaderboard
+    return name if name in METHODS else OTHER
+
+
+def bundle_method(name: str) -> str:
+    """The leaderboard method name ``--method`` gives a bundle (of a run or of models trained
+    elsewhere): ``other``, a leaderboard method, or any spelling of a registered method that
+    has one (``at_grpo``)."""
+    from leaderboard.schema import METHODS
 
     if name in METHODS:
         return name
@@ -421,8 +437,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", help="model name when no run directory is given")
     parser.add_argument(
         "--method",
-        help="method of a run-less --model evaluation (default marft), or the leaderboard method "
-        "of model directories (default other)",
+        help="the bundle's leaderboard method for a run directory (default: the run's method "
+        "when the leaderboard lists it, else other) or model directories (default other); for a "
+        "run-less --model evaluation, the method whose untrained adapters play (default marft)",
+    )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE_OR_FILE",
+        help="import a module or a .py file first, so the methods it registers are known (a run "
+        "of a method in your own file: --import rloo.py); repeat for more",
     )
     parser.add_argument(
         "--base", help="base model of a PEFT adapter (default: its base_model_name_or_path)"
@@ -446,6 +472,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.overrides.insert(0, args.run_dir)
         args.run_dir = None
     try:
+        for ref in args.imports:
+            import_module_or_file(ref)
         extra = list(args.overrides)
         out = Path(args.out) if args.out else None
         kind = None
@@ -463,11 +491,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "--base and --model-name are for model directories (a causal LM or a PEFT "
                 "adapter), not for a run directory or --model"
             )
+        claimed = None  # the bundle's method when --method names one for a run directory
         if args.run_dir:
             run_dir = Path(args.run_dir)
-            import yaml
-
-            cfg = Config.from_dict(yaml.safe_load((run_dir / "config.yaml").read_text()))
+            cfg = read_run_config(run_dir)
+            claimed = bundle_method(args.method) if args.method else None
             if args.env:
                 extra.append(f"env.eval_id={args.env}")
             apply_overrides(cfg, extra)
@@ -488,10 +516,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_envs(cfg)
         print(describe(cfg), file=sys.stderr, flush=True)
         policy, checkpoint = load_policy(cfg, run_dir, out)
+        policy.method = claimed
     except (ConfigError, FileNotFoundError, ValueError) as exc:  # usage errors only: setup
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return _evaluate_and_report(policy, checkpoint, run_dir, out, args.sample)
+
+
+def read_run_config(run_dir: Path) -> Config:
+    """The config a run directory saved (``config.yaml``). A method that is not registered
+    (a researcher's own, whose file was not imported) gets a :class:`ConfigError` saying to
+    pass ``--import`` with the file that registers it."""
+    import yaml
+
+    data = yaml.safe_load((run_dir / "config.yaml").read_text())
+    algo = data.get("algo") if isinstance(data, dict) else None
+    method = algo.get("method") if isinstance(algo, dict) else None
+    if method is not None:
+        try:
+            resolve_method(str(method))
+        except ValueError:
+            raise ConfigError(
+                f"{run_dir / 'config.yaml'}: algo.method {method!r} is not a registered method; "
+                f"if the run trained a method of your own, pass --import <the file that "
+                f"registers it> (e.g. --import {method}.py or --import my_package.methods)"
+            ) from None
+    return Config.from_dict(data)
 
 
 def _main_external(args: argparse.Namespace, extra: list[str], out: Path | None) -> int:

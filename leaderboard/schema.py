@@ -26,6 +26,10 @@ SUPPORTED_SCHEMA_VERSIONS = (1, 2, 3)
 FINGERPRINT_SCHEMA_VERSION = 3
 """The first schema version whose bundles must carry ``fingerprint`` and a versioned id."""
 
+# A copy, not a derivation: the method registry (baselines/core/methods.py, MethodSpec.leaderboard)
+# names every method, but leaderboard may not import baselines, so this list repeats the
+# repository's methods and tests/baselines/test_method_registry.py fails until the two agree.
+# "other" is every method not listed here (a researcher's own: baselines.eval records it).
 Method = Literal[
     "marft",
     "marft-shared",

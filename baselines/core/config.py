@@ -17,6 +17,7 @@ import difflib
 import math
 import types
 import typing
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -27,7 +28,6 @@ import yaml
 from .methods import METHODS, get_method, resolve_method
 
 __all__ = [
-    "PRESETS",
     "AlgoConfig",
     "Config",
     "ConfigError",
@@ -37,21 +37,29 @@ __all__ = [
     "apply_overrides",
     "config_help",
     "load_config",
+    "presets",
 ]
 
-PRESETS = tuple(METHODS)  # one preset per registered method (baselines.core.methods)
 LOG_SINKS = ("console", "jsonl", "tensorboard")
+
+
+def presets() -> tuple[str, ...]:
+    """One preset per method registered now (:data:`baselines.core.methods.METHODS`): read when
+    needed, so a method registered after this module was imported (a researcher's) has one."""
+    return tuple(METHODS)
 
 
 class ConfigError(ValueError):
     """A configuration key, value or file is invalid."""
 
 
-def _f(default: Any, help: str) -> Any:
-    """A dataclass field with a one-line description (shown by :func:`config_help`)."""
+def _f(default: Any, help: str, choices: Callable[[], Iterable[str]] | None = None) -> Any:
+    """A dataclass field with a one-line description (shown by :func:`config_help`); ``choices``
+    lists its valid values when the help is shown (a registry read then, not at import)."""
+    meta: dict[str, Any] = {"help": help} if choices is None else {"help": help, "choices": choices}
     if isinstance(default, (list, dict)):
-        return field(default_factory=partial(copy.copy, default), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
+        return field(default_factory=partial(copy.copy, default), metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass
@@ -102,8 +110,8 @@ class AlgoConfig:
 
     method: str = _f(
         "marft",
-        "a registered method (baselines.core.methods; other spellings resolve to it): "
-        + ", ".join(METHODS),
+        "a registered method (baselines.core.methods; other spellings resolve to it)",
+        choices=presets,
     )
     group_size: int = _f(
         4,
@@ -641,7 +649,7 @@ def load_config(
     try:
         spec = get_method(preset)
     except ValueError:
-        raise ConfigError(f"unknown preset {preset!r}; valid: {', '.join(PRESETS)}") from None
+        raise ConfigError(f"unknown preset {preset!r}; valid: {', '.join(presets())}") from None
     cfg = Config()
     _merge(cfg, spec.preset(), source=f"preset {spec.name}")
     if file is not None:
@@ -651,10 +659,18 @@ def load_config(
     return cfg
 
 
-def config_help() -> str:
-    """Every config field with its type, default and description (for ``--help``)."""
+def config_help(preset: str | None = None) -> str:
+    """Every config field with its type, default and description (for ``--help``): the defaults
+    of ``preset``'s method (its :meth:`~baselines.core.methods.MethodSpec.preset` over the
+    dataclass defaults), or the dataclass defaults when ``preset`` is ``None``."""
     defaults = Config()
-    lines = ["Config fields (override with key=value; a bare field name works when unique):"]
+    if preset is None:
+        lines = ["Config fields (override with key=value; a bare field name works when unique):"]
+    else:
+        spec = get_method(preset)
+        _merge(defaults, spec.preset(), source=f"preset {spec.name}")
+        header = f"Config fields, with the defaults of the {spec.name} preset (override with "
+        lines = [header + "key=value; a bare field name works when unique):"]
     for section, cls in SECTIONS.items():
         lines.append(f"\n{section}: {(cls.__doc__ or cls.__name__).strip().splitlines()[0]}")
         hints = _hints(cls)
@@ -663,5 +679,8 @@ def config_help() -> str:
             shown = yaml.safe_dump(default, default_flow_style=True).strip()
             shown = shown.removesuffix("\n...").removesuffix("...").strip()
             lines.append(f"  {section}.{f.name} ({_type_name(hints[f.name])}) = {shown}")
-            lines.append(f"      {f.metadata.get('help', '')}")
+            text = f.metadata.get("help", "")
+            if "choices" in f.metadata:
+                text += ": " + ", ".join(f.metadata["choices"]())
+            lines.append(f"      {text}")
     return "\n".join(lines)

@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from tasks import AlreadyRegisteredError
+
 from . import algos
 from .advantages import RowKey, compute_advantages, normalize
 from .groups import GroupBatch, group_advantages
@@ -78,12 +80,20 @@ Estimator = Callable[[Scored, Any], Estimate]
 ESTIMATORS: dict[str, Estimator] = {}
 
 
-def register_estimator(name: str) -> Callable[[Estimator], Estimator]:
-    """Decorator: register ``fn`` as estimator ``name`` (a taken name is an error)."""
+def register_estimator(name: str, *, overwrite: bool = False) -> Callable[[Estimator], Estimator]:
+    """Decorator: register ``fn`` as estimator ``name``. The same function again is a no-op; a
+    different one raises :class:`~tasks.AlreadyRegisteredError` (a ``ValueError``) unless
+    ``overwrite`` is true (the rule of every registry, ``docs/architecture.md``)."""
 
     def add(fn: Estimator) -> Estimator:
-        if name in ESTIMATORS:
-            raise ValueError(f"estimator {name!r} is already registered")
+        existing = ESTIMATORS.get(name)
+        if existing is not None and not overwrite:
+            if existing is fn or existing == fn:
+                return fn
+            raise AlreadyRegisteredError(
+                f"Estimator {name!r} is already registered to a different value; pass "
+                "overwrite=True to replace it, or choose another name"
+            )
         ESTIMATORS[name] = fn
         return fn
 

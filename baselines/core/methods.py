@@ -9,9 +9,14 @@ whether the agents share one adapter. Everything else is derived from the regist
   (:func:`baselines.core.config.load_config`);
 * config validation: ``algo.method`` takes a registered name or alias, and the critic-free rules
   follow :attr:`MethodSpec.critic_free`;
-* the leaderboard's list of methods: :attr:`MethodSpec.leaderboard` (``leaderboard`` may not
-  import ``baselines``, so ``leaderboard.schema`` keeps a plain copy that a test compares with
-  this registry).
+* the leaderboard's names: :attr:`MethodSpec.leaderboard` (``leaderboard`` may not import
+  ``baselines``, so ``leaderboard.schema`` keeps a plain copy of the repository's methods that
+  ``tests/baselines/test_method_registry.py`` compares with this registry; a bundle of a method
+  the leaderboard does not list records :data:`OTHER`).
+
+A name registered twice follows the rule of every registry (``docs/architecture.md``,
+"Registries"): an equal spec is a no-op, a different one raises
+:class:`~tasks.AlreadyRegisteredError` unless ``overwrite=True``.
 
 | name           | rollout  | estimator      | critic          | adapters  |
 |----------------|----------|----------------|-----------------|-----------|
@@ -36,11 +41,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tasks import AlreadyRegisteredError
+
 __all__ = [
     "CENTRALIZED",
     "EPISODES",
     "JOINT",
     "METHODS",
+    "OTHER",
     "OWN_OBSERVATION",
     "ROLLOUTS",
     "TREES",
@@ -48,6 +56,7 @@ __all__ = [
     "get_method",
     "register_method",
     "resolve_method",
+    "unregister_method",
 ]
 
 # rollout sources (baselines.core.sources)
@@ -60,6 +69,10 @@ ROLLOUTS = (EPISODES, TREES, JOINT)
 CENTRALIZED = "centralized"  # one critic, role-conditioned, reads the whole transcript
 OWN_OBSERVATION = "own_observation"  # one critic per agent, its own observation only
 CRITICS = (CENTRALIZED, OWN_OBSERVATION, None)
+
+#: the leaderboard's name for every method it does not list (a researcher's own): a spec may name
+#: it as its ``leaderboard``, and it is never a spelling of a method
+OTHER = "other"
 
 SHARED_POLICY = "policy"  # the adapter of a shared-adapter method
 CENTRAL_CRITIC = "critic"  # the centralized critic's adapter
@@ -80,8 +93,17 @@ class MethodSpec:
         loss_agg: the policy loss reduction (``algo.loss_agg``).
         algo: further ``algo.*`` settings of the preset (``{"scale_by_std": False}``).
         aliases: other spellings that resolve to ``name`` (the leaderboard's is always one).
-        module: the ``baselines.<module>`` that runs it (default ``name``; a shared-adapter
-            variant runs from its per-agent method's module).
+        module: the ``baselines.<module>`` (or the researcher's file) that runs it: ``name``
+            (the default) or a registered method's (a shared-adapter variant runs from its
+            per-agent method's module).
+        leaderboard: the name bundles and the leaderboard use (default ``name`` with ``_`` ->
+            ``-``: ``at_grpo_shared`` -> ``at-grpo-shared``); a bundle records it when the
+            leaderboard lists it (``leaderboard.schema.METHODS``), else :data:`OTHER`.
+        sequential: the advantage rows are whole episodes (MARFT's chained decomposition: a
+            truncated episode is bootstrapped by one critic value where it stopped) rather than
+            one row per agent (each agent's turns bootstrapped by its own value). Default: true
+            for the ``sequential_gae`` estimator, false otherwise; a ``"module:function"``
+            estimator that computes episode rows sets it. The learner reads it (nothing else).
     """
 
     name: str
@@ -94,6 +116,8 @@ class MethodSpec:
     algo: Mapping[str, Any] = field(default_factory=dict)
     aliases: tuple[str, ...] = ()
     module: str = ""
+    leaderboard: str = ""
+    sequential: bool | None = None
 
     def __post_init__(self) -> None:
         if self.rollout not in ROLLOUTS:
@@ -104,16 +128,26 @@ class MethodSpec:
             raise ValueError(
                 f"{self.name}: a critic-free method needs groups (rollout {TREES!r} or {JOINT!r})"
             )
+        if OTHER in (self.name, *self.aliases):
+            raise ValueError(
+                f"{self.name}: {OTHER!r} is the leaderboard's name for methods it does not list, "
+                "not a method's name or alias (it may be the spec's leaderboard name)"
+            )
         if not self.module:
             object.__setattr__(self, "module", self.name)
+        if not self.leaderboard:
+            object.__setattr__(self, "leaderboard", self.name.replace("_", "-"))
+        built_in = {"sequential_gae": True, "gae": False}.get(self.estimator)
+        if self.sequential is None:
+            object.__setattr__(self, "sequential", bool(built_in))
+        elif built_in is not None and self.sequential != built_in:
+            raise ValueError(
+                f"{self.name}: estimator {self.estimator!r} computes "
+                f"{'episode' if built_in else 'per-agent'} rows, so sequential must be {built_in}"
+            )
         object.__setattr__(self, "algo", types.MappingProxyType(dict(self.algo)))
 
     # --------------------------------------------------------------- derived names
-
-    @property
-    def leaderboard(self) -> str:
-        """The name bundles and the leaderboard use (``at_grpo_shared`` -> ``at-grpo-shared``)."""
-        return self.name.replace("_", "-")
 
     def preset(self) -> dict[str, dict[str, Any]]:
         """The config the method's preset sets over the dataclass defaults."""
@@ -125,11 +159,6 @@ class MethodSpec:
     def critic_free(self) -> bool:
         """True for the group-relative methods (no critic, no value function)."""
         return self.critic is None
-
-    @property
-    def sequential(self) -> bool:
-        """MARFT's chained decomposition (else independent per-agent GAE)."""
-        return self.estimator == "sequential_gae"
 
     def policy_adapter(self, agent: str) -> str:
         """The adapter that plays ``agent``."""
@@ -152,15 +181,49 @@ METHODS: dict[str, MethodSpec] = {}
 _ALIASES: dict[str, str] = {}
 
 
-def register_method(spec: MethodSpec) -> MethodSpec:
-    """Add ``spec`` to :data:`METHODS`; its name and aliases must be new. Returns ``spec``."""
-    spellings = {spec.name, spec.leaderboard, *spec.aliases}
-    taken = sorted(s for s in spellings if s in _ALIASES)
+def register_method(spec: MethodSpec, *, overwrite: bool = False) -> MethodSpec:
+    """Add ``spec`` to :data:`METHODS` and return the spec now registered under its name.
+
+    An equal spec under the same name is a no-op (a module imported twice, or run as a script
+    and imported); a different one raises :class:`~tasks.AlreadyRegisteredError` (a
+    ``ValueError``) unless ``overwrite`` is true, as every registry of the project does. A
+    spelling (name, leaderboard name, alias) that names another method raises too, and so does
+    a ``module`` that names no registered method (nothing could run the spec)."""
+    existing = METHODS.get(spec.name)
+    if existing is not None and not overwrite:
+        if existing is spec or existing == spec:
+            return existing
+        raise AlreadyRegisteredError(
+            f"Method {spec.name!r} is already registered to a different value; pass "
+            "overwrite=True to replace it, or choose another name"
+        )
+    if spec.module != spec.name and spec.module not in METHODS:
+        raise ValueError(
+            f"method {spec.name!r}: module {spec.module!r} names no registered method; a module "
+            "runs the method of its own name (and the variants registered with it), so register "
+            f"{spec.module!r} first or leave module unset (default: {spec.name!r})"
+        )
+    spellings = {spec.name, spec.leaderboard, *spec.aliases} - {OTHER}
+    taken = sorted(s for s in spellings if _ALIASES.get(s, spec.name) != spec.name)
     if taken:
-        raise ValueError(f"method {spec.name!r}: {taken} already name {_ALIASES[taken[0]]!r}")
+        raise AlreadyRegisteredError(
+            f"method {spec.name!r}: {taken} already name {_ALIASES[taken[0]]!r}"
+        )
+    if existing is not None:
+        unregister_method(spec.name)
     METHODS[spec.name] = spec
     _ALIASES.update(dict.fromkeys(spellings, spec.name))
     return spec
+
+
+def unregister_method(name: str) -> MethodSpec:
+    """Remove the method ``name`` (its registered name) and its spellings; returns its spec.
+    KeyError names the registered methods."""
+    if name not in METHODS:
+        raise KeyError(f"no method {name!r} is registered; registered: {sorted(METHODS)}")
+    for spelling in [s for s, owner in _ALIASES.items() if owner == name]:
+        del _ALIASES[spelling]
+    return METHODS.pop(name)
 
 
 def resolve_method(name: str) -> str:
@@ -219,7 +282,11 @@ def _with_shared_variant(spec: MethodSpec) -> None:
     register_method(spec)
     register_method(
         dataclasses.replace(
-            spec, name=f"{spec.name}_shared", shared_adapters=True, module=spec.module
+            spec,
+            name=f"{spec.name}_shared",
+            shared_adapters=True,
+            module=spec.module,
+            leaderboard="",  # derived from the variant's name
         )
     )
 

@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 from baselines.core.config import (
-    PRESETS,
     AlgoConfig,
     Config,
     ConfigError,
@@ -19,10 +18,11 @@ from baselines.core.config import (
     apply_overrides,
     config_help,
     load_config,
+    presets,
 )
 
 
-@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("preset", presets())
 def test_every_preset_loads_and_names_its_method(preset):
     cfg = load_config(preset)
     assert cfg.algo.method == preset

@@ -18,6 +18,7 @@ from baselines.core.groups import GroupBatch, group_advantages
 from baselines.core.methods import METHODS
 from baselines.core.rollout import Rollout, TurnSample
 from baselines.core.sources import Batch
+from tasks import AlreadyRegisteredError
 
 ALGO = SimpleNamespace(scale_by_std=True)
 
@@ -52,8 +53,9 @@ def test_unknown_estimators_name_what_is_valid():
         get_estimator("vtrace")
     with pytest.raises(ValueError, match="has no function 'nope'"):
         get_estimator("baselines.core.estimators:nope")
-    with pytest.raises(ValueError, match="already registered"):
-        register_estimator("group")(group_estimator)
+    assert register_estimator("group")(group_estimator) is group_estimator  # the same: a no-op
+    with pytest.raises(AlreadyRegisteredError, match="Estimator 'group' is already registered to a"):
+        register_estimator("group")(lambda scored, algo: group_estimator(scored, algo))
     assert ESTIMATORS["group"] is group_estimator
 
 

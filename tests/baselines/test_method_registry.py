@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 from pathlib import Path
 
@@ -10,17 +11,21 @@ import pytest
 
 import leaderboard
 from baselines.cli import descriptions, method_main
-from baselines.core.config import AlgoConfig, ConfigError, apply_overrides, load_config
+from baselines.core.config import ConfigError, apply_overrides, config_help, load_config
 from baselines.core.methods import (
+    CENTRALIZED,
     EPISODES,
     JOINT,
     METHODS,
+    OTHER,
     TREES,
     MethodSpec,
     get_method,
     register_method,
     resolve_method,
+    unregister_method,
 )
+from tasks import AlreadyRegisteredError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,9 +111,7 @@ def test_an_unknown_method_names_the_valid_ones():
 
 
 def test_the_config_field_help_lists_the_registry():
-    from dataclasses import fields
-
-    help_line = next(f for f in fields(AlgoConfig) if f.name == "method").metadata["help"]
+    help_line = next(line for line in config_help().splitlines() if "a registered method" in line)
     assert all(name in help_line for name in METHODS)
 
 
@@ -128,6 +131,94 @@ def test_registering_a_taken_spelling_fails_and_changes_nothing():
     with pytest.raises(ValueError, match="already name 'ippo'"):
         register_method(clash)
     assert before == METHODS
+
+
+@pytest.fixture
+def scratch_methods():
+    """Names a test registers are unregistered afterwards (the registry is global)."""
+    names: list[str] = []
+    yield names
+    for name in names:
+        if name in METHODS:
+            unregister_method(name)
+
+
+def test_an_equal_spec_again_is_a_no_op_and_a_different_one_names_the_name(scratch_methods):
+    before = dict(METHODS)
+    for name in METHODS:  # what importing a module twice does: equal specs, algo mappings too
+        copy = dataclasses.replace(METHODS[name])
+        assert copy == METHODS[name] and copy is not METHODS[name]
+        assert register_method(copy) is before[name]
+    assert METHODS == before
+    other = dataclasses.replace(METHODS["magrpo"], algo={"scale_by_std": False})
+    with pytest.raises(AlreadyRegisteredError, match="Method 'magrpo' is already registered to a "
+                       "different value; pass overwrite=True"):  # fmt: skip
+        register_method(other)
+    assert METHODS == before
+    scratch_methods.append("mine")
+    mine = MethodSpec("mine", "x", JOINT, "group", None, False, aliases=("my-alias",))
+    register_method(mine)
+    changed = dataclasses.replace(mine, summary="y", aliases=())
+    assert register_method(changed, overwrite=True) is changed and METHODS["mine"] is changed
+    with pytest.raises(ValueError, match="unknown method 'my-alias'"):
+        resolve_method("my-alias")  # the replaced spec's spellings went with it
+
+
+def test_a_spec_whose_module_names_no_method_is_refused(scratch_methods):
+    scratch_methods.append("orphan")
+    orphan = MethodSpec("orphan", "x", JOINT, "group", None, False, module="no_such_module")
+    with pytest.raises(ValueError, match="module 'no_such_module' names no registered method"):
+        register_method(orphan)
+    assert "orphan" not in METHODS
+    assert set(descriptions()) == {s.module for s in METHODS.values()}  # still builds
+    method_main("marft")
+
+
+def test_other_is_a_leaderboard_name_many_methods_share_never_a_spelling(scratch_methods):
+    scratch_methods.extend(["mine_a", "mine_b"])
+    for name in ("mine_a", "mine_b"):
+        register_method(MethodSpec(name, "x", JOINT, "group", None, False, leaderboard=OTHER))
+        assert get_method(name).leaderboard == OTHER
+    with pytest.raises(ValueError, match="unknown method 'other'"):
+        resolve_method(OTHER)
+    with pytest.raises(ValueError, match="'other' is the leaderboard's name"):
+        MethodSpec("x", "x", JOINT, "group", None, False, aliases=(OTHER,))
+
+
+def test_the_leaderboard_name_is_a_field_derived_from_the_name_by_default():
+    assert get_method("at_grpo_shared").leaderboard == "at-grpo-shared"
+    assert get_method("magrpo_shared").leaderboard == "magrpo-shared"
+    spec = MethodSpec("my_m", "x", JOINT, "group", None, False, leaderboard="mine")
+    assert spec.leaderboard == "mine"
+    assert MethodSpec("my_m", "x", JOINT, "group", None, False).leaderboard == "my-m"
+
+
+def test_sequential_is_an_explicit_field_defaulting_to_the_estimators_rows():
+    assert [name for name, s in METHODS.items() if s.sequential] == ["marft", "marft_shared"]
+    assert "sequential" in {f.name for f in dataclasses.fields(MethodSpec)}
+    own = MethodSpec("m", "x", EPISODES, "my_mod:fn", CENTRALIZED, False, sequential=True)
+    assert own.sequential is True
+    assert MethodSpec("m", "x", EPISODES, "my_mod:fn", CENTRALIZED, False).sequential is False
+    with pytest.raises(ValueError, match="sequential must be True"):
+        MethodSpec("m", "x", EPISODES, "sequential_gae", CENTRALIZED, False, sequential=False)
+
+
+@pytest.mark.parametrize(
+    ("module", "shown"),
+    [
+        ("dr_grpo", ["algo.method (str) = dr_grpo", "algo.loss_agg", "= seq_sum_norm",
+                     "algo.scale_by_std (bool) = false"]),
+        ("magrpo", ["algo.method (str) = magrpo", "algo.normalize_advantages (bool) = false"]),
+    ],
+)  # fmt: skip
+def test_a_method_modules_help_shows_its_presets_defaults(module, shown, capsys):
+    with pytest.raises(SystemExit):
+        importlib.import_module(f"baselines.{module}").main(["--help"])
+    out = capsys.readouterr().out
+    assert f"defaults of the {module} preset" in out
+    for text in shown:
+        assert text in out
+    assert "algo.method (str) = marft\n" not in out
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,9 @@
 
 Pages are found by glob, so a new page is covered without editing this file. A block preceded by
 ``<!-- docs-test: skip KIND (reason) -->`` (KIND: gpu, network, slow) is listed, not run; one
-preceded by ``<!-- docs-test: needs NAME ... -->`` runs with what it needs (:data:`NEEDS`).
+preceded by ``<!-- docs-test: needs NAME ... -->`` runs with what it needs (:data:`NEEDS`, or a
+file of the page: a block preceded by ``<!-- docs-test: file NAME.py -->`` is that file, written
+into the directory of each block of its page that needs ``NAME.py``, and is not run alone).
 Blocks run in a fresh temporary directory with this checkout first on ``PYTHONPATH``; bash blocks
 see ``python``, ``marft-envs`` and ``marft-leaderboard`` as this interpreter and this checkout,
 documented servers run in the background until the block ends, and the long commands get small
@@ -41,6 +43,7 @@ NEEDS = {
     "bundle": "a result bundle of math-3agent at runs/marft-1/eval-math-3agent-v1/",
 }
 SKIP_MARKER = re.compile(r"<!--\s*docs-test:\s*skip\s+(\w+)\s*(.*?)\s*-->")
+FILE_MARKER = re.compile(r"<!--\s*docs-test:\s*file\s+(\S+?\.py)\s*-->")
 NEEDS_MARKER = re.compile(r"<!--\s*docs-test:\s*needs\s+(.*?)\s*-->")
 MARKDOWN = MarkdownIt("commonmark")
 #: how a command or a Python snippet starts (for indented blocks, which never run)
@@ -111,6 +114,7 @@ class Snippet:
     code: str
     skip: tuple[str, str] | None  # (kind, reason)
     needs: tuple[str, ...] = ()
+    file: str | None = None  # the block is this file of the page (``docs-test: file NAME.py``)
 
     @property
     def id(self) -> str:
@@ -125,20 +129,24 @@ def snippets(page: Path) -> list[Snippet]:
     found: list[Snippet] = []
     skip: tuple[str, str] | None = None
     needs: tuple[str, ...] = ()
+    file: str | None = None
     for token in MARKDOWN.parse(page.read_text(encoding="utf-8")):
-        skip_m = SKIP_MARKER.search(token.content) if token.type == "html_block" else None
-        needs_m = NEEDS_MARKER.search(token.content) if token.type == "html_block" else None
-        if skip_m or needs_m:
+        html = token.type == "html_block"
+        skip_m = SKIP_MARKER.search(token.content) if html else None
+        needs_m = NEEDS_MARKER.search(token.content) if html else None
+        file_m = FILE_MARKER.search(token.content) if html else None
+        if skip_m or needs_m or file_m:
             skip = (skip_m.group(1), skip_m.group(2)) if skip_m else skip
             needs = tuple(re.split(r"[\s,]+", needs_m.group(1))) if needs_m else needs
+            file = file_m.group(1) if file_m else file
             continue
         if token.type == "fence" and token.map:
             lang = token.info.split()[0] if token.info.strip() else ""
             if lang in ("bash", "python"):
                 line = token.map[0] + 1
-                found.append(Snippet(page_id, line, lang, token.content, skip, needs))
+                found.append(Snippet(page_id, line, lang, token.content, skip, needs, file))
         if token.nesting != -1:  # closing a list item or a section keeps the markers
-            skip, needs = None, ()
+            skip, needs, file = None, (), None
     return found
 
 
@@ -155,11 +163,18 @@ def indented_commands(page: Path) -> list[str]:
 ALL = [s for page in PAGES for s in snippets(page)]
 
 
+def page_files(snippet: Snippet) -> dict[str, Snippet]:
+    """The files (``docs-test: file NAME.py`` blocks) of ``snippet``'s page, by name."""
+    return {s.file: s for s in ALL if s.page == snippet.page and s.file}
+
+
 def test_markers_name_a_known_kind_and_a_reason():
     bad = [s.id for s in ALL if s.skip and (s.skip[0] not in SKIP_KINDS or not s.skip[1])]
     assert not bad, f"skip markers need a kind in {SKIP_KINDS} and a reason: {bad}"
-    unknown = [(s.id, n) for s in ALL for n in s.needs if n not in NEEDS]
-    assert not unknown, f"needs markers name one of {sorted(NEEDS)}: {unknown}"
+    unknown = [(s.id, n) for s in ALL for n in s.needs if n not in {*NEEDS, *page_files(s)}]
+    assert not unknown, f"needs name one of {sorted(NEEDS)} or a file of the page: {unknown}"
+    unused = [s.id for s in ALL if s.file and not any(s.file in o.needs for o in ALL)]
+    assert not unused, f"file blocks that no block of their page needs (so never run): {unused}"
 
 
 def test_commands_are_in_fences_not_indented_blocks():
@@ -370,6 +385,9 @@ def test_a_server_that_exits_fails_its_block_with_its_log(tmp_path):
     "snippet", [s for s in ALL if not s.skip], ids=lambda s: f"{s.id}-{s.lang}"
 )
 def test_snippet_runs(snippet: Snippet, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    if snippet.file:  # a file of the page: the blocks that need it run it
+        compile(snippet.code, snippet.file, "exec")
+        return
     if "docker" in snippet.needs:
         reason = request.getfixturevalue("docker")
         if reason is not None:
@@ -382,6 +400,10 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path, request: pytest.FixtureR
     cwd = root if {"checkout", "copy"} & set(snippet.needs) else tmp_path
     if "bundle" in snippet.needs:
         write_bundle_at(cwd)
+    for name, block in page_files(snippet).items():
+        if name in snippet.needs:
+            assert cwd != REPO, f"{snippet.id}: a page's file is not written into the checkout"
+            (cwd / name).write_text(block.code, encoding="utf-8")
     code = snippet.code.replace(DOCUMENTED_HOST, f"127.0.0.1:{port}")
     env = block_env(
         root,
