@@ -79,6 +79,18 @@ _ALIASES = [
     (re.compile(r"\\infinity(?![A-Za-z])|(?<![\\A-Za-z])infinity(?![A-Za-z])"), r"\\infty "),
 ]
 _DEGREE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ(?![A-Za-z])|\\degree(?![A-Za-z])")
+# A degree sign in a trigonometric function's argument is a unit of the angle, never a label:
+# "\sin 30^\circ" is 1/2 and "\sin(90^{\circ}-x)" is "\cos x" (math-8). The number of degrees
+# becomes radians there; everywhere else the degree sign stays a label (dropped below).
+_TRIG_CALL = re.compile(
+    r"\\(?:sin|cos|tan|cot|sec|csc)(?![A-Za-z])(?:\s*\^\s*(?:\{[^{}]*\}|-?\d))?\s*(?:\\left\s*)?"
+)
+_DEGREE_MARK = (
+    r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ(?![A-Za-z])|\\circ(?![A-Za-z])"
+    r"|\\degree(?![A-Za-z])|\u00b0)"
+)
+_DEGREE_NUMBER = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*" + _DEGREE_MARK)
+_BRACKET_PAIRS = {"(": ")", "{": "}", "[": "]"}
 _PERCENT_DOLLAR = re.compile(r"\\%|%|\\\$|\\textdollar(?![A-Za-z])")
 _TEXT_COMMANDS = (
     "text",
@@ -373,11 +385,57 @@ _SET_BUILDER = re.compile(
 )
 
 
+def _radians(m: re.Match) -> str:
+    return f"\\frac{{{m.group(1)}\\pi}}{{180}}"
+
+
+def _close_of(s: str, start: int) -> int | None:
+    """Index of the bracket closing the one at ``start`` (same kind), or None."""
+    open_, close = s[start], _BRACKET_PAIRS[s[start]]
+    depth = 0
+    for i in range(start, len(s)):
+        if s[i] == open_:
+            depth += 1
+        elif s[i] == close:
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def _trig_degrees(s: str) -> str:
+    """``\\sin 30^\\circ`` -> ``\\sin(\\frac{30\\pi}{180})``: degrees in a trig argument (radians).
+
+    The argument is the bracket group after the function (``\\sin(90^{\\circ}-x)``,
+    ``\\cos\\left(...\\right)``, ``\\tan{45^\\circ}``), or a number of degrees right after it
+    (``\\sin 30^\\circ``, ``\\cos^2 60°``). Only numbers marked as degrees change."""
+    out: list[str] = []
+    pos = 0
+    for m in _TRIG_CALL.finditer(s):
+        j = m.end()
+        if j < pos:
+            continue
+        if j < len(s) and s[j] in _BRACKET_PAIRS:
+            close = _close_of(s, j)
+            if close is None:
+                continue
+            out += [s[pos:j], _DEGREE_NUMBER.sub(_radians, s[j : close + 1])]
+            pos = close + 1
+            continue
+        d = _DEGREE_NUMBER.match(s, j)
+        if d:
+            out += [s[pos:j], "(", _radians(d), ")"]
+            pos = d.end()
+    return "".join(out) + s[pos:] if out else s
+
+
 def normalize(answer: str) -> str:
     """Return the canonical form of a bare answer (see the module docstring for the rules)."""
     if not isinstance(answer, str):
         answer = "" if answer is None else str(answer)
     s = answer
+    if ("circ" in s or "degree" in s or "\u00b0" in s) and _TRIG_CALL.search(s):
+        s = _trig_degrees(s)  # before the degree sign is dropped as a label (and ° by _UNICODE)
     for k, v in _UNICODE.items():
         if k in s:
             s = s.replace(k, v)

@@ -8,4 +8,4 @@ the equivalence cascade, tolerances, time limits, or the pinned version of a gra
 the same way keep the version.
 """
 
-GRADER_VERSION = "math-7"
+GRADER_VERSION = "math-8"

@@ -111,3 +111,31 @@ def test_each_convention_is_its_option(option, pred, ref):
     assert verify(pred, ref).correct
     off = verify(pred, ref, config=ExtractionConfig(**{option: False}))
     assert not off.correct, off
+
+
+@pytest.mark.parametrize(
+    "pred, ref, correct",
+    [
+        ("\\cos(x)", "\\sin(90^{\\circ}-x)", True),  # MARIO_EVAL's test (mario-03)
+        ("\\sin(90^{\\circ}-x)", "\\cos x", True),
+        ("\\frac{1}{2}", "\\sin 30^\\circ", True),
+        ("\\frac{\\sqrt3}{2}", "\\cos 30°", True),
+        ("1", "\\tan\\left(45^\\circ\\right)", True),
+        ("\\frac{3}{4}", "\\cos^2 30^{\\circ}", True),
+        ("\\sin 30", "\\sin 30^\\circ", False),  # radians: sin(30) is not 1/2
+        ("\\sin(x)", "\\sin(90^{\\circ}-x)", False),
+        ("30", "30^\\circ", True),  # outside a trig argument the sign stays a label
+    ],
+)
+def test_degrees_in_a_trig_argument_are_an_angle(pred, ref, correct):
+    """math-8: a degree sign inside a trigonometric function's argument converts the number to
+    radians (in normalisation, not a convention: there it is never a label)."""
+    v = verify(pred, ref, config=ExtractionConfig(degrees_radians=False))
+    assert v.correct is correct, v
+
+
+def test_trig_degrees_normal_form():
+    assert normalize("\\sin(90^{\\circ}-x)") == "\\sin(\\frac{90\\pi}{180}-x)"
+    assert normalize("\\cos^2 60°") == "\\cos^2(\\frac{60\\pi}{180})"
+    assert normalize("\\angle A = 30^\\circ") == "\\angle A=30"
+    assert normalize("\\sin x + 30^\\circ") == "\\sin x+30"
