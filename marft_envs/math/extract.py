@@ -425,23 +425,48 @@ def _last_match(pattern: re.Pattern[str], text: str) -> re.Match | None:
 _LABELLED_ITEM = re.compile(r"\s*([A-Za-z][A-Za-z ]{0,24}?)\s*:\s*([^,;:\n]{1,40}?)\s*")
 
 
-def _labelled_values(text: str) -> str | None:
-    """The values of a one-line list of labelled values ("Largest: 9, Smallest: 2" -> "9, 2"),
-    or None. Every value must itself be a bare answer; the labels must differ."""
+def labelled_items(text: str) -> list[tuple[str, str]] | None:
+    """The (label, value) pairs of a one-line list of labelled values ("Largest: 9, Smallest:
+    2"), or None. Every value must itself be a bare answer; the labels must differ."""
     s = text.strip().rstrip(".")
     if not s or "\n" in s or len(s) > _MAX_BARE_CHARS:
         return None
     parts = re.split(r"[,;]", s)
     if len(parts) < 2:
         return None
-    labels, values = [], []
+    items = []
     for part in parts:
         m = _LABELLED_ITEM.fullmatch(part)
         if not m or not is_bare_answer(m.group(2)) or not re.search(r"\d", m.group(2)):
             return None
-        labels.append(m.group(1).lower())
-        values.append(m.group(2))
-    return ", ".join(values) if len(set(labels)) == len(labels) else None
+        items.append((m.group(1).strip().lower(), m.group(2)))
+    return items if len({label for label, _ in items}) == len(items) else None
+
+
+# Labels that state an order between their values: a "smallest" value above a "largest" one
+# is a wrong answer whatever the order of the list (math-9).
+_LOW_LABEL = re.compile(r"(?:min(?:imum|imal)?|smallest|least|lowest|lower)\b")
+_HIGH_LABEL = re.compile(r"(?:max(?:imum|imal)?|largest|greatest|highest|biggest|upper)\b")
+_SIMPLE_NUMBER = re.compile(r"-?(?:\d+(?:\.\d+)?|\.\d+)")
+
+
+def labels_contradict(items: list[tuple[str, str]]) -> bool:
+    """Whether a value labelled smallest/min/lower is above one labelled largest/max/upper."""
+    low = [float(v) for k, v in items if _LOW_LABEL.match(k) and _SIMPLE_NUMBER.fullmatch(v)]
+    high = [float(v) for k, v in items if _HIGH_LABEL.match(k) and _SIMPLE_NUMBER.fullmatch(v)]
+    return bool(low and high and max(low) > min(high))
+
+
+def _labelled_values(text: str) -> str | None:
+    """The values of a one-line list of labelled values as an ordered tuple in the list's
+    order ("Largest: 9, Smallest: 2" -> "(9, 2)", math-9: never an unordered list), the text
+    itself when its labels contradict its values ("Smallest: 9, Largest: 2"), or None."""
+    items = labelled_items(text)
+    if items is None:
+        return None
+    if labels_contradict(items):
+        return text.strip()
+    return "(" + ", ".join(v for _, v in items) + ")"
 
 
 # "x<-\\frac43 或 x>0": a lone 或 ("or") between two formulas is a joiner, not CJK prose.

@@ -24,6 +24,8 @@ from .extract import (
     ExtractionConfig,
     extract,
     is_bare_answer,
+    labelled_items,
+    labels_contradict,
     math_segment_count,
 )
 from .normalize import normalize, strip_units
@@ -101,12 +103,30 @@ def reference_answer(reference: str, config: ExtractionConfig = DEFAULT_CONFIG) 
     """
     if is_bare_answer(reference) and "\\boxed" not in reference:
         return reference
+    labelled = labelled_items(reference)
+    if labelled is not None:  # "Largest: 9, Smallest: 2": the ordered tuple (9, 2) (math-9)
+        return "(" + ", ".join(v for _, v in labelled) + ")"
     found = extract(reference, replace(config, math_span=False, last_number=False, bare=False))
     if found.answer is None and math_segment_count(reference) == 1:
         # "the solution to the problem is $m \\in [\\sqrt{2}, +\\infty)$": the one formula
         # of a sentence is what it states (math-7)
         found = extract(reference, replace(config, last_number=False, bare=False))
     return found.answer or reference
+
+
+def _by_label(ref_text: str, text: str | None) -> tuple[str, str | None]:
+    """Two lists of labelled values compared label by label (math-9): both rewritten as
+    tuples in the reference's label order; a prediction with other labels is a list that
+    matches nothing ("Largest: 2, Smallest: 9" against "Largest: 9, Smallest: 2")."""
+    ref_items = labelled_items(ref_text)
+    pred_items = labelled_items(text) if text else None
+    if ref_items is None or pred_items is None or labels_contradict(pred_items):
+        return ref_text, text
+    values = dict(pred_items)
+    ref_tuple = "(" + ", ".join(v for _, v in ref_items) + ")"
+    if set(values) != {label for label, _ in ref_items}:
+        return ref_tuple, "(" + ", ".join(["\\text{?}"] * (len(ref_items) + 1)) + ")"
+    return ref_tuple, "(" + ", ".join(values[label] for label, _ in ref_items) + ")"
 
 
 def _choice_reference(ref: str, config: ExtractionConfig) -> str | None:
@@ -135,13 +155,14 @@ def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict 
                 infra_error=True,
                 error="the reference answer is empty",
             )
+        text = _as_text(prediction)
+        ref_text, text = _by_label(ref_text, text)
         ref_text = reference_answer(ref_text, config)
         ref = normalize(ref_text)
         letter = _choice_reference(ref, config)
         choice = letter is not None
         if letter is not None:
             ref = letter
-        text = _as_text(prediction)
         found = extract(text, config, choice=choice) if text else None
         if found is None or not found.answer:
             return _verdict(start, False, None, "no_answer")

@@ -69,7 +69,7 @@ def test_different(pred, ref):
 
 
 def test_labelled_lists_and_or_spans_are_extracted():
-    assert extract("Largest: 9, Smallest: 2").answer == "9, 2"
+    assert extract("Largest: 9, Smallest: 2").answer == "(9, 2)"  # ordered (math-9)
     assert extract("The answer is \\( x < -1 \\) 或 \\( x > 1 \\).").answer == "x < -1 or x > 1"
     assert extract("The answer is $12$ and $13$.").answer == "12, 13"
 
