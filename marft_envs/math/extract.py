@@ -301,6 +301,10 @@ def _answer_after(rest: str, config: ExtractionConfig) -> str | None:
     # A sentence ("The volume of $ABCD$ is 120", "Janeth aura encore 220 $ à payer d'ici 12
     # mois"): its first number, else its last math span.
     plain = _MATH_SEGMENT.sub(_blank, line)
+    stated = number_words(plain)
+    if stated is not None and "," not in stated:
+        # "4 squared which is sixteen": the value the sentence ends on (math-9)
+        return stated
     chain = _CHAIN.search(plain)
     if chain:  # "100 + 18 = 28 pairs": the value the calculation reaches
         return chain.group(1)
@@ -344,28 +348,71 @@ _WORDS_AT_END = re.compile(
 )
 
 
+def _below_hundred(words: list[str], i: int) -> tuple[int, int] | None:
+    """A number under a hundred at ``words[i]`` ("seven", "twenty one", "forty-two"): its
+    value and the index after it."""
+    if i < len(words) and words[i] in _UNITS_WORDS:
+        return _UNITS_WORDS.index(words[i]), i + 1
+    if i < len(words) and words[i] in _TENS_WORDS:
+        value = 10 * (_TENS_WORDS.index(words[i]) + 2)
+        if i + 1 < len(words) and words[i + 1] in _UNITS_WORDS[1:10]:
+            return value + _UNITS_WORDS.index(words[i + 1]), i + 2
+        return value, i + 1
+    return None
+
+
+def _below_thousand(words: list[str], i: int) -> tuple[int, int] | None:
+    """A number under a thousand ("three hundred and five", "sixty-four")."""
+    if i + 1 < len(words) and words[i] in _UNITS_WORDS[1:10] and words[i + 1] == "hundred":
+        value, i = 100 * _UNITS_WORDS.index(words[i]), i + 2
+        and_ = i < len(words) and words[i] == "and"
+        rest = _below_hundred(words, i + 1 if and_ else i)
+        if rest is not None and rest[0] > 0:
+            return value + rest[0], rest[1]
+        return value, i
+    return _below_hundred(words, i)
+
+
+def _number(words: list[str], i: int) -> tuple[int, int] | None:
+    """One complete number in words: groups under a thousand, each times a falling scale
+    ("twenty one thousand five hundred", "one million and six"); "and" only after a scale."""
+    total, last_scale = 0, None
+    while True:
+        group = _below_thousand(words, i)
+        if group is None:
+            return (total, i) if last_scale is not None else None
+        value, j = group
+        scale = _SCALES_WORDS.get(words[j]) if j < len(words) else None
+        if value == 0 or scale is None or scale < 1000 or (last_scale and scale >= last_scale):
+            return total + value, j
+        total, last_scale, i = total + value * scale, scale, j + 1
+        if i < len(words) and words[i] == "and":
+            nxt = _below_hundred(words, i + 1)
+            if nxt is None or nxt[0] == 0:
+                return total, i
+            return total + nxt[0], nxt[1]
+
+
 def number_words(sentence: str) -> str | None:
-    """The integer written in English words at the end of ``sentence`` (after "is", "are",
-    "="), as digits; None when there is none or the words do not form a number."""
+    """The number written in English words at the end of ``sentence`` (after "is", "are",
+    "="), as digits; None when there is none or the words do not form a number. The words
+    follow a number grammar (math-9): "and" joins only after "hundred"/"thousand"; two
+    complete numbers in a row ("two and three", "five five") are a list ("2, 3")."""
     m = _WORDS_AT_END.search(sentence.strip()[-300:])
     if not m:
         return None
-    total = current = 0
-    seen = False
-    for word in re.split(r"[\s-]+", m.group(1).lower()):
-        if not word or word == "and":
-            continue
-        seen = True
-        if word in _UNITS_WORDS:
-            current += _UNITS_WORDS.index(word)
-        elif word in _TENS_WORDS:
-            current += 10 * (_TENS_WORDS.index(word) + 2)
-        elif word == "hundred":
-            current = max(current, 1) * 100
-        else:
-            total += max(current, 1) * _SCALES_WORDS[word]
-            current = 0
-    return str(total + current) if seen else None
+    words = [w for w in re.split(r"[\s-]+", m.group(1).lower()) if w]
+    numbers: list[str] = []
+    i = 0
+    while i < len(words):
+        if numbers and words[i] == "and":
+            i += 1
+        parsed = _number(words, i)
+        if parsed is None:
+            return None
+        numbers.append(str(parsed[0]))
+        i = parsed[1]
+    return ", ".join(numbers) if numbers else None
 
 
 # A calculation in a sentence: numbers and operators, then "=" and one number ("100 + 18 = 28").

@@ -40,3 +40,39 @@ def test_labelled_values_differ(ref, pred):
 )
 def test_labelled_values_equal(ref, pred):
     assert _equal(pred, ref)
+
+
+# 2. Number words: a number grammar ("and" only after hundred/thousand; two numbers in a row
+# are a list, never a sum).
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("5", "Final answer: the solutions are two and three."),
+        ("5", "The answer is: the roots are two and three."),
+        ("10", "Final answer: the digits are five and five."),
+        ("4", "The answer is 4 squared which is sixteen."),
+        ("7", "Final answer: the roots are three and four."),
+        ("7", "The answer is: the two numbers are three and four."),
+        ("30", "Final answer: the sides are ten and twenty."),
+        ("10", "The answer is five five."),
+        ("40", "The answer is twenty twenty."),
+    ],
+)
+def test_number_words_differ(ref, pred):
+    assert not _equal(pred, ref)
+
+
+@pytest.mark.parametrize(
+    "words, value",
+    [
+        ("The total is Three hundred sixty-four thousand.", "364000"),
+        ("the answer is one hundred and five", "105"),
+        ("the answer is twenty one thousand five hundred", "21500"),
+        ("the roots are two and three", "2, 3"),
+        ("the answer is five five", "5, 5"),
+    ],
+)
+def test_number_grammar(words, value):
+    from marft_envs.math.extract import number_words
+
+    assert number_words(words) == value
