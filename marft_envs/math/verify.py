@@ -20,6 +20,7 @@ from ..verdict import Verdict
 from .conventions import equal_by_convention
 from .equivalence import NUMERIC, UNDECIDED_METHODS, fast_compare, full_compare
 from .extract import (
+    _MATH_SEGMENT,
     DEFAULT_CONFIG,
     ExtractionConfig,
     extract,
@@ -107,11 +108,25 @@ def reference_answer(reference: str, config: ExtractionConfig = DEFAULT_CONFIG) 
     if labelled is not None:  # "Largest: 9, Smallest: 2": the ordered tuple (9, 2) (math-9)
         return "(" + ", ".join(v for _, v in labelled) + ")"
     found = extract(reference, replace(config, math_span=False, last_number=False, bare=False))
-    if found.answer is None and math_segment_count(reference) == 1:
+    if found.answer is None and math_segment_count(reference) == 1 and _states_span(reference):
         # "the solution to the problem is $m \\in [\\sqrt{2}, +\\infty)$": the one formula
-        # of a sentence is what it states (math-7)
+        # of a sentence is what it states (math-7), when it is the stated value (math-9)
         found = extract(reference, replace(config, last_number=False, bare=False))
     return found.answer or reference
+
+
+# What precedes a sentence's stated value: "is", "are", "equals", "=", ":".
+_STATED_BY = re.compile(r"(?:\b(?:is|are|was|were|equals?)|=|:)\s*$", re.IGNORECASE)
+
+
+def _states_span(sentence: str) -> bool:
+    """Whether the one math span of ``sentence`` is its stated value (math-9): it follows
+    "is"/"are"/"="/":", and no number stands outside it ("When $n=3$, the value is 10." and
+    "The largest $n$ is 21." state 10 and 21, not their formula)."""
+    m = _MATH_SEGMENT.search(sentence)
+    if m is None or not _STATED_BY.search(sentence[: m.start()]):
+        return False
+    return not re.search(r"\d", sentence[: m.start()] + sentence[m.end() :])
 
 
 def _by_label(ref_text: str, text: str | None) -> tuple[str, str | None]:

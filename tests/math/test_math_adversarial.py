@@ -76,3 +76,39 @@ def test_number_grammar(words, value):
     from marft_envs.math.extract import number_words
 
     assert number_words(words) == value
+
+
+# 3. A sentence reference's one formula is its answer only when it is the stated value (after
+# is/are/=/":") and no number stands outside it.
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("When $n=3$, the value is 10.", "3"),
+        ("When $n=3$, the value is 10.", "n=3"),
+        ("The largest $n$ is 21.", "n"),
+        ("For $x>0$ the minimum is 4.", "x>0"),
+        ("For $x>0$ the minimum is 4.", "(0,\\infty)"),
+        ("The total is 15, since $x = 5$.", "5"),
+        ("The total is 15, since $x = 5$.", "x=5"),
+        ("There are 12 boxes, each holding $\\frac{1}{3}$ kg.", "\\frac13"),
+        ("There are 12 boxes, each holding $\\frac{1}{3}$ kg.", "0.333"),
+        ("With $r = 2$, the area is 12.", "2"),
+        ("With $r = 2$, the area is 12.", "r=2"),
+        ("Thus $a$ equals 7.", "a"),
+        ("Since $x \\ne 0$, there are 2 solutions.", "x \\ne 0"),
+        ("the solution to the problem is $m \\in [\\sqrt{2}, +\\infty)$", "[\\sqrt{3},\\infty)"),
+    ],
+)
+def test_sentence_reference_formula_differs(ref, pred):
+    assert not _equal(pred, ref)
+
+
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("the solution to the problem is $m \\in [\\sqrt{2}, +\\infty)$", "[\\sqrt{2},\\infty)"),
+        ("The area is $\\frac{3}{2}$ square units.", "1.5"),
+    ],
+)
+def test_sentence_reference_formula_equal(ref, pred):
+    assert _equal(pred, ref)
