@@ -368,13 +368,24 @@ _INTEGER_NOTE = re.compile(  # one \\s* between tokens: no backtracking blow-up 
 )
 
 
+_INEQUALITY = re.compile(r"[<>≤≥≠]|\\(?:le|ge|leq|geq|leqslant|geqslant|lt|gt|ne|neq)(?![A-Za-z])")
+
+
 def _drop_integer_note(s: str) -> str:
     """``x = 2k\\pi, k \\in \\mathbb{Z}`` -> ``x = 2k\\pi``: the family, not its parameter."""
     tail = len(s) - 80 if len(s) > 80 else 0  # the note ends the answer: read only its tail
     m = _INTEGER_NOTE.search(s, tail)
-    if m and re.search(rf"(?<![\\A-Za-z]){m.group(1)}(?![A-Za-z])", s[: m.start()]):
-        return s[: m.start()].rstrip(", ")
-    return s
+    if m is None:
+        return s
+    value, letter = s[: m.start()], m.group(1)
+    if not re.search(rf"(?<![\\A-Za-z]){letter}(?![A-Za-z])", value):
+        return s
+    if _INEQUALITY.search(value) or re.match(rf"\s*{letter}\s*=", value):
+        # "x > 0, x \\in \\mathbb{Z}": the note restricts the variable of a relation (or of
+        # "x = ..."), a set of integers, not a parameter of a value (math-9): kept, written
+        # one way ("x > 0 for x is an integer" is "x > 0, x \\in \\mathbb{Z}")
+        return f"{value.rstrip(', ')}, {letter} \\in \\mathbb{{Z}}"
+    return value.rstrip(", ")
 
 
 _TEXT_WRAPPER = re.compile(r"\\(?:text|mbox|textrm)\s*\{([^{}]*)\}")

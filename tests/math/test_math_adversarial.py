@@ -112,3 +112,35 @@ def test_sentence_reference_formula_differs(ref, pred):
 )
 def test_sentence_reference_formula_equal(ref, pred):
     assert _equal(pred, ref)
+
+
+# 4. An integer note is dropped only for the parameter of a value ("x = 2k\pi, k \in Z"),
+# never for the variable of a relation or interval (then it restricts the set to integers).
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("(0, \\infty)", "x > 0, x \\in \\mathbb{Z}"),
+        ("(0, \\infty)", "x > 0, \\text{ where } x \\text{ is an integer}"),
+        ("(0, \\infty)", "x>0 (x \\in \\mathbb{Z})"),
+        ("x \\ge 1, x \\in \\mathbb{Z}", "x \\ge 1"),
+        ("x \\ge 1, x \\in \\mathbb{Z}", "[1, \\infty)"),
+        ("n \\ge 3, n \\text{ is an integer}", "n \\ge 3"),
+        ("[1,5]", "1 \\le x \\le 5, x \\in \\mathbb{Z}"),
+        ("(0,\\infty)", "x>0, x \\in Z"),
+        ("(0,\\infty)", "x>0 \\text{ for } x \\text{ is an integer}"),
+        ("x > 2", "x > 2, x \\text{ is an integer}"),
+    ],
+)
+def test_integer_note_on_a_relation_differs(ref, pred):
+    assert not _equal(pred, ref)
+
+
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("x=2k\\pi", "x=2k\\pi, k \\in \\mathbb{Z}"),
+        ("x \\ge 1, x \\in \\mathbb{Z}", "x \\ge 1, \\text{ where } x \\text{ is an integer}"),
+    ],
+)
+def test_integer_note_equal(ref, pred):
+    assert _equal(pred, ref)
