@@ -575,6 +575,27 @@ def _same_names(p: st.Relation, r: st.Relation) -> bool:
     return a is None or b is None or a == b
 
 
+def _shape_names(x) -> frozenset[str] | None:
+    """The variables of a relation or of a union's relations (math-9), None when it has none
+    or one is unreadable."""
+    rels = [x] if isinstance(x, st.Relation) else []
+    if isinstance(x, st.Union):
+        rels = [i for i in x.items if isinstance(i, st.Relation)]
+    names: set[str] = set()
+    for rel in rels:
+        found = _relation_names(rel)
+        if found is None:
+            return None
+        names |= found
+    return frozenset(names) or None
+
+
+def _other_variables(p, r) -> bool:
+    """Whether two sets are written in different variables ("x<-2 or x>2" vs "|y|>2")."""
+    a, b = _shape_names(p), _shape_names(r)
+    return a is not None and b is not None and a != b
+
+
 _STRICT = {"<": True, ">": True, "<=": False, ">=": False}
 
 
@@ -649,6 +670,8 @@ def compare(p, r, judge) -> Outcome:
             outcome = _relations(st.flip(p), r, judge)
         if outcome[0] is not False:
             return outcome
+    if _other_variables(p, r):
+        return False, EXACT  # "x<-2 or x>2" vs "y<-2 or y>2" (math-9: as math-6's x>1, y>1)
     if st.Relation in (tp, tr):
         # "-x > -1" is "x < 1"; "x \ge 2" is "[2, \infty)": compare solution sets.
         a, b = as_set(p), as_set(r)

@@ -515,7 +515,11 @@ def normalize(answer: str) -> str:
         s = m.group(1)
     s = _drop_integer_note(s)
     m = _SET_BUILDER.match(s)
-    if m and _RELATION_OP.search(m.group(2)):
+    if (
+        m
+        and _RELATION_OP.search(m.group(2))
+        and re.search(rf"(?<![\\A-Za-z]){m.group(1)}(?![A-Za-z])", m.group(2))
+    ):  # the condition must be on the set's variable: "\\{x | y > 1\\}" is no set of x
         s = m.group(2)  # "\\{x | 1 < x \\le 3\\}" is the set of "1 < x \\le 3"
     return s
 

@@ -144,3 +144,30 @@ def test_integer_note_on_a_relation_differs(ref, pred):
 )
 def test_integer_note_equal(ref, pred):
     assert _equal(pred, ref)
+
+
+# 5. "or" unions and set-builder sets carry their variable: x's set is not y's.
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("x<-2 \\text{ or } x>2", "y<-2 \\text{ or } y>2"),
+        ("x<-2 \\text{ or } x>2", "t<-2 or t>2"),
+        ("(1,\\infty)", "\\{x | y > 1\\}"),
+        ("x<-2 \\text{ or } x>2", "|y| > 2"),
+    ],
+)
+def test_union_of_another_variable_differs(ref, pred):
+    assert not _equal(pred, ref)
+
+
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("(-\\infty,-2)\\cup(2,\\infty)", "x < -2 \\text{ or } x > 2"),
+        ("x^2 > 4", "x < -2 or x > 2"),
+        ("x<-2 \\text{ or } x>2", "|x| > 2"),
+        ("(1,\\infty)", "\\{x | x > 1\\}"),
+    ],
+)
+def test_union_equal(ref, pred):
+    assert _equal(pred, ref)
