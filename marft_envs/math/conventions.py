@@ -8,7 +8,10 @@ found the pair different: a convention can turn "different" into "equal", never 
   places (``12.67`` = ``\\frac{38}{3}``, ``3.142`` = ``\\pi``, ``1.67\\pi`` = ``\\frac{5\\pi}{3}``);
   not when the reference is itself written as a decimal (``3.14`` != ``3.143``: the reference
   states its precision), nor with fewer than ``MIN_DIGITS`` (3) significant digits
-  (``0.33`` != ``\\frac13``: STACK's algebraic-equivalence test says so, ``stack-006``).
+  (``0.33`` != ``\\frac13``: STACK's algebraic-equivalence test says so, ``stack-006``);
+  since math-9 not when the exact value is a terminating decimal (``1.13`` != ``\\frac98``, the
+  reference is then exactly ``1.125``), not when the decimal writes an integer (``1000.0`` !=
+  ``1000 + \\frac{1}{30}``), and not for a percentage (``12.67\\%`` != ``\\frac{38}{3}``).
 - ``percent_fraction``: ``x\\%`` is also ``x/100`` (``-13\\%`` = ``-.13``, ``50\\%`` =
   ``\\frac12``); it stays equal to ``x`` (the sign as a label, the default reading).
 - ``degrees_radians``: ``x^\\circ`` is also ``x\\pi/180`` against an angle written with ``\\pi``
@@ -42,6 +45,9 @@ _INTEGER_NAMES = ("k", "n", "m", "l", "j")
 # Significant digits a decimal needs to be read at its precision: two-digit decimals are too
 # coarse to certify a value (STACK's AlgEquiv test stack-006: 0.33 is not 1/3).
 MIN_DIGITS = 3
+# A reference that is exactly a decimal with at most this many places is that decimal (math-9):
+# "1.13" is not "\\frac98" (= 1.125) rounded, it is another number.
+_TERMINATING_PLACES = 20
 
 
 def _letters(s: str) -> set[str]:
@@ -78,6 +84,17 @@ def _exact_value(ref: str) -> Decimal | None:
         return Decimal(CTX.nstr(CTX.mpf(v), 45, min_fixed=-(10**6), max_fixed=10**6))
 
 
+def _terminates(value: Decimal) -> bool:
+    """Whether ``value`` is a terminating decimal (a fraction whose denominator has no prime
+    factor but 2 and 5: ``\\frac98`` is exactly 1.125), read to 40 significant digits."""
+    with localcontext() as ctx:
+        ctx.prec = 60
+        if value == 0:
+            return True
+        near = value.quantize(Decimal(1).scaleb(-_TERMINATING_PLACES))
+        return abs(value - near) <= abs(value) * Decimal(10) ** -40
+
+
 def rounds_to(pred: str, ref: str) -> bool:
     """Whether the decimal ``pred`` (optionally times ``\\pi``) is the exact ``ref`` rounded
     half-up at ``pred``'s written places (see the module docstring for the limits)."""
@@ -88,8 +105,10 @@ def rounds_to(pred: str, ref: str) -> bool:
     digits = (whole + places).lstrip("0")
     if len(digits) < MIN_DIGITS:
         return False
+    if not places.strip("0"):
+        return False  # "1000.0", "1.00": the decimal writes an integer (math-9)
     value = _exact_value(f"\\frac{{{ref}}}{{\\pi}}" if pi else ref)
-    if value is None:
+    if value is None or _terminates(value):
         return False
     written = Decimal(f"{sign}{whole or '0'}.{places}")
     with localcontext() as ctx:
@@ -138,4 +157,6 @@ def equal_by_convention(
             pairs.append((renamed, ref))
     if any(same(p, r) for p, r in pairs):
         return True
+    if percent_readings(answer) or degree_readings(answer):
+        return False  # "12.67\\%" is no rounding of 38/3: one convention at a time (math-9)
     return bool(config.rounded_decimals and rounds_to(pred, ref))

@@ -171,3 +171,40 @@ def test_union_of_another_variable_differs(ref, pred):
 )
 def test_union_equal(ref, pred):
     assert _equal(pred, ref)
+
+
+# 6. rounded_decimals: never against an exact terminating decimal (the reference is then exactly
+# a decimal), never a decimal that writes an integer, never on top of the percent label.
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("\\frac{9}{8}", "1.13"),
+        ("\\frac{125}{4}", "31.3"),
+        ("\\frac{17}{16}", "1.06"),
+        ("\\frac{17}{16}", "1.063"),
+        ("\\frac{1001}{1000}", "1.00"),
+        ("\\frac{1267}{100}", "12.7"),
+        ("1267 \\times 10^{-2}", "12.7"),
+        ("\\frac{1999}{20}", "100.0"),
+        ("\\frac{1999}{200}", "10.0"),
+        ("\\frac{9\\pi}{8}", "1.13\\pi"),
+        ("1000 + \\frac{1}{30}", "1000.0"),
+        ("\\frac{38}{3}", "12.67\\%"),
+    ],
+)
+def test_rounding_of_a_terminating_value_differs(ref, pred):
+    assert not _equal(pred, ref)
+
+
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("\\frac{38}{3}", "12.67"),
+        ("\\pi", "3.142"),
+        ("\\frac{1}{7}", "0.1429"),
+        ("\\frac{5\\pi}{3}", "1.67\\pi"),
+        ("\\frac{9}{8}", "1.125"),
+    ],
+)
+def test_rounding_equal(ref, pred):
+    assert _equal(pred, ref)
