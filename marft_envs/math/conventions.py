@@ -14,8 +14,12 @@ found the pair different: a convention can turn "different" into "equal", never 
   ``1000 + \\frac{1}{30}``), and not for a percentage (``12.67\\%`` != ``\\frac{38}{3}``).
 - ``percent_fraction``: ``x\\%`` is also ``x/100`` (``-13\\%`` = ``-.13``, ``50\\%`` =
   ``\\frac12``); it stays equal to ``x`` (the sign as a label, the default reading).
-- ``degrees_radians``: ``x^\\circ`` is also ``x\\pi/180`` against an angle written with ``\\pi``
-  (``45^\\circ`` = ``\\frac{\\pi}{4}``), either side.
+- ``degrees_radians``: a plain number of degrees ``x^\\circ`` is also ``x\\pi/180`` against a
+  reference ``q\\pi`` with ``q`` rational, not whole, ``|q| <= 2`` (``45^\\circ`` =
+  ``\\frac{\\pi}{4}``); since math-9 not against ``\\pi``, ``2\\pi``, ``4\\pi`` (as often a length,
+  an area or a period), not for a prediction that itself carries ``\\pi``; the other way round
+  (``\\frac{\\pi}{4}`` against ``45^\\circ``) under the same limits, the ``q\\pi`` side with no
+  degree mark (``\\frac{\\pi}{4}\\text{ degrees}`` != ``45^\\circ``).
 - ``integer_parameter``: a family of solutions with another integer name (``x = 2m\\pi`` =
   ``2k\\pi``): one of ``k, n, m, l, j`` renamed to the reference's, where both sides contain
   ``\\pi`` and have no other letters that differ.
@@ -39,6 +43,7 @@ _PERCENT = re.compile(rf"^[\s$]*({_NUMBER})\s*(?:\\%|%|\\text\{{\s*\\?%\s*\}}|pe
 _DEGREES = re.compile(
     rf"^[\s$]*({_NUMBER})\s*(?:\^\s*\{{\s*\\circ\s*\}}|\^\s*\\circ|°|\\degree|degrees?)[\s$.]*$"
 )
+_DEGREE_MARK = re.compile(r"\\circ|°|\\degree|degree")
 _DECIMAL = re.compile(r"^(-?)(\d*)\.(\d+)(\\pi)?$")
 _PLAIN_DECIMAL = re.compile(r"^-?(?:\d+(?:\.\d+)?|\.\d+)$")
 _INTEGER_NAMES = ("k", "n", "m", "l", "j")
@@ -65,6 +70,29 @@ def degree_readings(raw: str) -> list[str]:
     """``x\\pi/180`` when ``raw`` is a number of degrees, else nothing."""
     m = _DEGREES.match(raw)
     return [f"\\frac{{({m.group(1)})\\pi}}{{180}}"] if m else []
+
+
+# The most an angle's multiple of pi may be (a whole turn) and the largest denominator read.
+_MAX_TURNS = 2
+_MAX_ANGLE_DENOMINATOR = 360
+
+
+def angle_multiple(ref: str) -> Fraction | None:
+    """``q`` when ``ref`` is ``q\\pi`` for a rational ``q`` that is not a whole number, with
+    ``|q| <= 2`` (``\\frac{\\pi}{4}``, ``\\frac{5\\pi}{3}``), else None (math-9). A whole
+    multiple (``\\pi``, ``2\\pi``, ``4\\pi``) is as often a length, an area or a period as an
+    angle; a reference with other names or functions is no angle."""
+    if "\\pi" not in ref or re.search(r"[A-Za-z\\]", re.sub(r"\\[dt]?frac|\\pi", "", ref)):
+        return None
+    value = _exact_value(f"\\frac{{{ref}}}{{\\pi}}")
+    if value is None or value == 0:
+        return None
+    q = Fraction(value).limit_denominator(_MAX_ANGLE_DENOMINATOR)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        if abs(Decimal(q.numerator) / Decimal(q.denominator) - value) > Decimal(10) ** -25:
+            return None
+    return q if q.denominator > 1 and abs(q) <= _MAX_TURNS else None
 
 
 def _exact_value(ref: str) -> Decimal | None:
@@ -147,10 +175,11 @@ def equal_by_convention(
         pairs += [(alt, ref) for alt in percent_readings(answer)]
         pairs += [(pred, alt) for alt in percent_readings(ref_text)]
     if config.degrees_radians:
-        if "\\pi" in ref:
+        if "\\pi" not in answer and angle_multiple(ref) is not None:
             pairs += [(alt, ref) for alt in degree_readings(answer)]
-        if "\\pi" in pred:
-            pairs += [(pred, alt) for alt in degree_readings(ref_text)]
+        if not _DEGREE_MARK.search(answer) and angle_multiple(pred) is not None:
+            # the same reading the other way: a plain q\\pi answer to a reference in degrees
+            pairs += [(pred, alt) for alt in degree_readings(ref_text) if "\\pi" not in ref_text]
     if config.integer_parameter:
         renamed = renamed_parameter(pred, ref)
         if renamed is not None:

@@ -87,9 +87,16 @@ _TRIG_CALL = re.compile(
 )
 _DEGREE_MARK = (
     r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ(?![A-Za-z])|\\circ(?![A-Za-z])"
-    r"|\\degree(?![A-Za-z])|\u00b0)"
+    r"|\\degree(?![A-Za-z])|\u00b0|\\text\s*\{\s*degrees?\s*\}|(?<![A-Za-z])degrees?(?![A-Za-z]))"
 )
-_DEGREE_NUMBER = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*" + _DEGREE_MARK)
+# What a degree mark makes an angle (math-9 adds the letters: "\sin(x^\circ)" is no "\sin x").
+_DEGREE_NUMBER = re.compile(
+    r"(\d+(?:\.\d+)?|\.\d+|\\(?:theta|alpha|beta|gamma|phi|varphi)(?![A-Za-z])"
+    r"|(?<![\\A-Za-z])[A-Za-z](?![A-Za-z]))\s*" + _DEGREE_MARK
+)
+_MARK_AFTER = re.compile(r"\s*" + _DEGREE_MARK)
+# A value with pi marked as degrees ("\frac{\pi}{4}^\circ"): that many degrees, in radians.
+_PI_DEGREES = re.compile(r"^(?P<value>[^°]*\\pi(?![A-Za-z])[^°]*?)\s*" + _DEGREE_MARK + r"\s*$")
 _BRACKET_PAIRS = {"(": ")", "{": "}", "[": "]"}
 _PERCENT_DOLLAR = re.compile(r"\\%|%|\\\$|\\textdollar(?![A-Za-z])")
 _TEXT_COMMANDS = (
@@ -430,6 +437,12 @@ def _trig_degrees(s: str) -> str:
             close = _close_of(s, j)
             if close is None:
                 continue
+            after = _MARK_AFTER.match(s, close + 1)
+            if after and not _DEGREE_NUMBER.search(s, j, close + 1):
+                # "\sin{30}^\circ", "\sin(30)^\circ": the argument marked as degrees (math-9)
+                out += [s[pos:j], "(\\frac{(", s[j + 1 : close], ")\\pi}{180})"]
+                pos = after.end()
+                continue
             out += [s[pos:j], _DEGREE_NUMBER.sub(_radians, s[j : close + 1])]
             pos = close + 1
             continue
@@ -447,6 +460,10 @@ def normalize(answer: str) -> str:
     s = answer
     if ("circ" in s or "degree" in s or "\u00b0" in s) and _TRIG_CALL.search(s):
         s = _trig_degrees(s)  # before the degree sign is dropped as a label (and ° by _UNICODE)
+    if "\\pi" in s and ("circ" in s or "degree" in s or "\u00b0" in s):
+        m = _PI_DEGREES.match(s)
+        if m and not re.search(_DEGREE_MARK, m.group("value")):
+            s = f"({m.group('value')})\\cdot\\frac{{\\pi}}{{180}}"  # no label: a unit (math-9)
     for k, v in _UNICODE.items():
         if k in s:
             s = s.replace(k, v)

@@ -208,3 +208,43 @@ def test_rounding_of_a_terminating_value_differs(ref, pred):
 )
 def test_rounding_equal(ref, pred):
     assert _equal(pred, ref)
+
+
+# 7. degrees_radians: only a plain number of degrees against q*pi (q rational, not whole,
+# |q| <= 2), or that q*pi against a plain number of degrees; a degree mark on a value with pi,
+# on a trig argument or on a letter is a unit, never a label.
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("\\pi", "180^\\circ"),
+        ("\\pi", "180°"),
+        ("\\pi", "180 degrees"),
+        ("2\\pi", "360^\\circ"),
+        ("4\\pi", "720^\\circ"),
+        ("\\frac{\\pi}{4}", "\\frac{\\pi}{4}^\\circ"),
+        ("45^\\circ", "\\frac{\\pi}{4}\\text{ degrees}"),
+        ("\\sin 30", "\\sin{30}^\\circ"),
+        ("\\sin 30", "\\sin(30)^\\circ"),
+        ("\\sin 30", "\\sin 30 \\text{ degrees}"),
+        ("\\sin 30", "\\sin(30 \\text{ degrees})"),
+        ("\\sin x", "\\sin(x^\\circ)"),
+        ("\\sin \\theta", "\\sin \\theta^\\circ"),
+    ],
+)
+def test_degrees_against_pi_differ(ref, pred):
+    assert not _equal(pred, ref)
+
+
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("\\frac{\\pi}{4}", "45^\\circ"),
+        ("\\frac{5\\pi}{3}", "300^\\circ"),
+        ("45^\\circ", "\\frac{\\pi}{4}"),
+        ("\\frac{1}{2}", "\\sin 30^\\circ"),
+        ("\\cos x", "\\sin(90^{\\circ}-x)"),
+        ("30", "30^\\circ"),
+    ],
+)
+def test_degrees_equal(ref, pred):
+    assert _equal(pred, ref)
