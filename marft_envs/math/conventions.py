@@ -22,7 +22,10 @@ found the pair different: a convention can turn "different" into "equal", never 
   degree mark (``\\frac{\\pi}{4}\\text{ degrees}`` != ``45^\\circ``).
 - ``integer_parameter``: a family of solutions with another integer name (``x = 2m\\pi`` =
   ``2k\\pi``): one of ``k, n, m, l, j`` renamed to the reference's, where both sides contain
-  ``\\pi`` and have no other letters that differ.
+  ``\\pi`` and have no other letters that differ; since math-9 only when a side states the
+  integer note (``k \\in \\mathbb{Z}``, "k is an integer"), the prediction solves for a variable
+  (``x = 2m\\pi``, not ``k = 2m\\pi`` against ``2k\\pi``) or both are periodic families with an
+  offset (``\\frac{\\pi}{2} + m\\pi``): ``n\\pi`` != ``k\\pi`` (``n`` may be the problem's).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from fractions import Fraction
 
 from .evaluate import CTX, TooHard, Undefined, evaluate
 from .latex import LatexError, free_symbols, parse_latex
+from .structure import split_top
 
 _UNDECIDED = (TooHard, Undefined, LatexError, ArithmeticError, TypeError, ValueError)
 Compare = Callable[[str, str], bool]
@@ -145,19 +149,39 @@ def rounds_to(pred: str, ref: str) -> bool:
     return rounded == written and rounded != value  # exact equality is the cascade's
 
 
-def renamed_parameter(pred: str, ref: str) -> str | None:
+# A stated integer note: "k \\in \\mathbb{Z}", "k \\in Z", "where k is an integer".
+_INTEGER_STATED = re.compile(r"\\in\s*(?:\\mathbb\s*\{?Z|\\Z(?![A-Za-z])|Z(?![A-Za-z]))|integer")
+
+
+def _has_offset(value: str, letter: str) -> bool:
+    """Whether ``value`` is a periodic family ``a + b k\\pi`` with an offset ``a`` free of the
+    parameter ``letter`` (``\\frac{\\pi}{2} + k\\pi``)."""
+    parts = [p for p in split_top(value, ("+", "-"))[0] if p.strip()]
+    name = re.compile(rf"(?<![\\A-Za-z]){letter}(?![A-Za-z])")
+    return len(parts) > 1 and any(not name.search(p) for p in parts)
+
+
+def renamed_parameter(pred: str, ref: str, stated: bool = False) -> str | None:
     """``pred`` with its integer parameter renamed to ``ref``'s, or None (see the module
-    docstring)."""
+    docstring). Since math-9 the letters must be integer parameters: ``stated`` (a side states
+    the integer note), or each side a periodic family with an offset (``\\frac{\\pi}{2} +
+    k\\pi``) or the prediction a solution family ``x = 2m\\pi``; ``n\\pi`` and ``k\\pi`` alone may
+    be the problem's quantities."""
     if "\\pi" not in pred or "\\pi" not in ref:
         return None
+    solved = False
     if pred.count("=") == 1 and "=" not in ref:
         lhs, pred = pred.split("=")  # "x = 2m\\pi" against "2k\\pi": the family's values
-        if not re.fullmatch(r"[A-Za-z]", lhs.strip()):
-            return None
+        if not re.fullmatch(r"[A-Za-z]", lhs.strip()) or lhs.strip() in _letters(ref):
+            return None  # "k = 2m\\pi" against "2k\\pi": k is no solved variable there
+        solved = True
     a, b = _letters(pred), _letters(ref)
     only_p = [x for x in a - b if x in _INTEGER_NAMES]
     only_r = [x for x in b - a if x in _INTEGER_NAMES]
     if len(only_p) != 1 or len(only_r) != 1 or (a - set(only_p)) != (b - set(only_r)):
+        return None
+    periodic = _has_offset(pred, only_p[0]) and _has_offset(ref, only_r[0])
+    if not (stated or solved or periodic):
         return None
     return re.sub(rf"(?<![\\A-Za-z]){only_p[0]}(?![A-Za-z])", only_r[0], pred)
 
@@ -181,7 +205,8 @@ def equal_by_convention(
             # the same reading the other way: a plain q\\pi answer to a reference in degrees
             pairs += [(pred, alt) for alt in degree_readings(ref_text) if "\\pi" not in ref_text]
     if config.integer_parameter:
-        renamed = renamed_parameter(pred, ref)
+        stated = bool(_INTEGER_STATED.search(answer) or _INTEGER_STATED.search(ref_text))
+        renamed = renamed_parameter(pred, ref, stated)
         if renamed is not None:
             pairs.append((renamed, ref))
     if any(same(p, r) for p, r in pairs):

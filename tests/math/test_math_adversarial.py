@@ -248,3 +248,29 @@ def test_degrees_against_pi_differ(ref, pred):
 )
 def test_degrees_equal(ref, pred):
     assert _equal(pred, ref)
+
+
+# 8. integer_parameter renames only integer parameters: a stated note, a solution family
+# "x = 2m\pi", or periodic families with an offset; "n\pi" vs "k\pi" alone may be quantities.
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("n\\pi", "k\\pi"),
+        ("2n\\pi", "2k\\pi"),
+        ("2k\\pi", "k = 2m\\pi"),
+    ],
+)
+def test_rename_of_an_undeclared_letter_differs(ref, pred):
+    assert not _equal(pred, ref)
+
+
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("2k\\pi", "x = 2m\\pi"),
+        ("2k\\pi", "2m\\pi, m \\in \\mathbb{Z}"),
+        ("\\frac{\\pi}{2}+k\\pi", "\\frac{\\pi}{2}+m\\pi"),
+    ],
+)
+def test_rename_equal(ref, pred):
+    assert _equal(pred, ref)
