@@ -631,9 +631,49 @@ def _scaled_relation(p: st.Relation, r: st.Relation) -> bool | None:
         return None
 
 
+_LATIN_NAME = re.compile(r"([A-Za-z])(?:_\{?(\d+)\}?)?")
+
+
+def _assignment_values(x) -> tuple | None:
+    """The values of a list of assignments to distinct variables, in the variables' order
+    (``y=3, x=5`` -> ``(5, 3)``), else None."""
+    if type(x) is not st.Bag or len(x.items) < 2:
+        return None
+    if not all(type(i) is st.Assign for i in x.items):
+        return None
+    names = [i.var for i in x.items]
+    if len(set(names)) != len(names):
+        return None  # "x=2, x=-2": solutions of one variable, a set
+    keys = [_LATIN_NAME.fullmatch(n.replace(" ", "")) for n in names]
+    if not all(keys):
+        return tuple(i.value for i in x.items)  # "r=2, \\theta=1": no alphabet, written order
+    order = sorted(range(len(names)), key=lambda k: (keys[k][1], int(keys[k][2] or 0)))
+    return tuple(x.items[k].value for k in order)
+
+
+def _by_name(p, r, judge) -> Outcome | None:
+    """Assignments against an unlabelled list or tuple (math-9): the point they name, in the
+    variables' order ("x=1, y=2" is (1, 2), not "2, 1"; "y=3, x=5" is not (3, 5))."""
+    for named, other, named_first in ((p, r, True), (r, p, False)):
+        values = _assignment_values(named)
+        if values is None:
+            continue
+        round_seq = type(other) is st.Seq and (other.open, other.close) == ("(", ")")
+        if not (type(other) is st.Bag or round_seq) or len(other.items) != len(values):
+            return None
+        if any(type(i) is st.Assign for i in other.items):
+            return None
+        pred_items, ref_items = (values, other.items) if named_first else (other.items, values)
+        return _all(zip(pred_items, ref_items, strict=True), judge)
+    return None
+
+
 def compare(p, r, judge) -> Outcome:
     """Compare a predicted shape with a reference shape, leaf pairs going to ``judge``."""
     tp, tr = type(p), type(r)
+    by_name = _by_name(p, r, judge)
+    if by_name is not None:
+        return by_name
     if tp is st.Leaf and tr is st.Leaf:
         return judge.expr(p.text, r.text)
     if tp is st.Text or tr is st.Text:

@@ -30,6 +30,7 @@ from .extract import (
     math_segment_count,
 )
 from .normalize import normalize, strip_units
+from .structure import Bag, Relation, Union, parse_answer
 from .version import GRADER_VERSION
 from .worker import WorkerError, WorkerTimeout, get_pool
 
@@ -129,6 +130,28 @@ def _states_span(sentence: str) -> bool:
     return not re.search(r"\d", sentence[: m.start()] + sentence[m.end() :])
 
 
+# Relations joined by "and" ("x<1 and x>3"): a system, all at once, never a union.
+_AND_JOINED = re.compile(r"\\text\s*\{\s*and\s*\}|(?<![A-Za-z])and(?![A-Za-z])|\\land|\\wedge")
+
+
+def _relations_of(shape: object, kind: type) -> bool:
+    items = getattr(shape, "items", ())
+    return type(shape) is kind and len(items) > 1 and all(type(i) is Relation for i in items)
+
+
+def _system_against_union(answer: str, pred: str, ref_text: str, ref: str) -> bool:
+    """Whether one side joins relations by "and" and the other by "or" (math-9: decided
+    different here, not left to math-verify; "x<1 and x>3" is no "x<1 or x>3")."""
+    p, r = parse_answer(pred), parse_answer(ref)
+    return (
+        _AND_JOINED.search(answer) is not None and _relations_of(p, Bag) and _relations_of(r, Union)
+    ) or (
+        _AND_JOINED.search(ref_text) is not None
+        and _relations_of(r, Bag)
+        and _relations_of(p, Union)
+    )
+
+
 def _by_label(ref_text: str, text: str | None) -> tuple[str, str | None]:
     """Two lists of labelled values compared label by label (math-9): both rewritten as
     tuples in the reference's label order; a prediction with other labels is a list that
@@ -196,6 +219,17 @@ def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict 
             pred = strip_units(pred)  # "5cm" for 5; "3s" could be 3*s against a letter answer
         if not pred:
             return _verdict(start, False, answer, "no_answer", source, normalized=pred)
+        if _system_against_union(answer, pred, ref_text, ref):
+            return _verdict(
+                start,
+                False,
+                answer,
+                "mismatch",
+                source,
+                normalized=pred,
+                reference=ref,
+                method="exact",
+            )
         equal, method = fast_compare(pred, ref, config.real_domain)
         if (
             not equal

@@ -274,3 +274,37 @@ def test_rename_of_an_undeclared_letter_differs(ref, pred):
 )
 def test_rename_equal(ref, pred):
     assert _equal(pred, ref)
+
+
+# 9. Assignments name a point: against an unlabelled list or tuple they compare in their
+# variables' order, never by position; relations joined by "and" are no "or" union.
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("x=1, y=2", "2, 1"),
+        ("p=3, q=5", "5, 3"),
+        ("x = 1, y = 2, z = 3", "3, 2, 1"),
+        ("(3, 5)", "q=3, p=5"),
+        ("(3, 5)", "y=3, x=5"),
+        ("(3, -1)", "y=3, x=-1"),
+        ("x \\le 1 \\text{ or } x \\ge 3", "x \\le 1 \\text{ and } x \\ge 3"),
+        ("x<1 \\text{ or } x>3", "x<1 \\text{ and } x>3"),
+    ],
+)
+def test_assignments_by_position_and_systems_differ(ref, pred):
+    assert not _equal(pred, ref)
+
+
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("x=1, y=2", "1, 2"),
+        ("(3, 5)", "p=3, q=5"),
+        ("(3, 5)", "y=5, x=3"),
+        ("-2, 2", "x=2, x=-2"),
+        ("x=1, y=2", "y=2, x=1"),
+        ("x<1 \\text{ or } x>3", "x>3 \\text{ or } x<1"),
+    ],
+)
+def test_assignments_equal(ref, pred):
+    assert _equal(pred, ref)
