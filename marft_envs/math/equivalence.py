@@ -644,10 +644,11 @@ def _assignment_values(x) -> tuple | None:
     names = [i.var for i in x.items]
     if len(set(names)) != len(names):
         return None  # "x=2, x=-2": solutions of one variable, a set
-    keys = [_LATIN_NAME.fullmatch(n.replace(" ", "")) for n in names]
-    if not all(keys):
+    found = [_LATIN_NAME.fullmatch(n.replace(" ", "")) for n in names]
+    keys = [(m[1], int(m[2] or 0)) for m in found if m is not None]
+    if len(keys) != len(names):
         return tuple(i.value for i in x.items)  # "r=2, \\theta=1": no alphabet, written order
-    order = sorted(range(len(names)), key=lambda k: (keys[k][1], int(keys[k][2] or 0)))
+    order = sorted(range(len(names)), key=lambda k: keys[k])
     return tuple(x.items[k].value for k in order)
 
 
