@@ -635,8 +635,9 @@ _LATIN_NAME = re.compile(r"([A-Za-z])(?:_\{?(\d+)\}?)?")
 
 
 def _assignment_values(x) -> tuple | None:
-    """The values of a list of assignments to distinct variables, in the variables' order
-    (``y=3, x=5`` -> ``(5, 3)``), else None."""
+    """The values of a list of assignments to distinct variables, in the variables' order when
+    they are a run of letters or one letter's indices (``y=3, x=5`` -> ``(5, 3)``, ``x_2=1,
+    x_1=4`` -> ``(4, 1)``), else in the written order (``x=-5, p=2``); None for no such list."""
     if type(x) is not st.Bag or len(x.items) < 2:
         return None
     if not all(type(i) is st.Assign for i in x.items):
@@ -646,8 +647,15 @@ def _assignment_values(x) -> tuple | None:
         return None  # "x=2, x=-2": solutions of one variable, a set
     found = [_LATIN_NAME.fullmatch(n.replace(" ", "")) for n in names]
     keys = [(m[1], int(m[2] or 0)) for m in found if m is not None]
-    if len(keys) != len(names):
-        return tuple(i.value for i in x.items)  # "r=2, \\theta=1": no alphabet, written order
+    ordered = sorted(keys)
+    letters = [ord(k[0]) for k in ordered]
+    run = all(b - a == 1 for a, b in zip(letters, letters[1:], strict=False)) and not any(
+        k[1] for k in ordered
+    )
+    indexed = len(set(letters)) == 1  # x_1, x_2, ...
+    if len(keys) != len(names) or not (run or indexed):
+        # "r=2, \\theta=1", "x=-5, p=\\frac{14}{3}": no named order, the written one
+        return tuple(i.value for i in x.items)
     order = sorted(range(len(names)), key=lambda k: keys[k])
     return tuple(x.items[k].value for k in order)
 

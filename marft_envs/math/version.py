@@ -8,4 +8,5 @@ the equivalence cascade, tolerances, time limits, or the pinned version of a gra
 the same way keep the version.
 """
 
-GRADER_VERSION = "math-8"
+# math-9: the rules of the adversarial review of math-8 (docs/math_verifier.md, "Adversarial review").
+GRADER_VERSION = "math-9"

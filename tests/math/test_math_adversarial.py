@@ -303,6 +303,7 @@ def test_assignments_by_position_and_systems_differ(ref, pred):
         ("(3, 5)", "y=5, x=3"),
         ("-2, 2", "x=2, x=-2"),
         ("x=1, y=2", "y=2, x=1"),
+        ("x = -5,\\ p = \\frac{14}{3}", "-5, \\frac{14}{3}"),  # no run of letters: written order
         ("x<1 \\text{ or } x>3", "x>3 \\text{ or } x<1"),
     ],
 )
