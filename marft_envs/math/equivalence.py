@@ -18,6 +18,7 @@ import random
 import re
 from collections.abc import Callable
 from fractions import Fraction
+from itertools import pairwise
 
 from . import structure as st
 from .evaluate import (
@@ -649,9 +650,7 @@ def _assignment_values(x) -> tuple | None:
     keys = [(m[1], int(m[2] or 0)) for m in found if m is not None]
     ordered = sorted(keys)
     letters = [ord(k[0]) for k in ordered]
-    run = all(b - a == 1 for a, b in zip(letters, letters[1:], strict=False)) and not any(
-        k[1] for k in ordered
-    )
+    run = all(b - a == 1 for a, b in pairwise(letters)) and not any(k[1] for k in ordered)
     indexed = len(set(letters)) == 1  # x_1, x_2, ...
     if len(keys) != len(names) or not (run or indexed):
         # "r=2, \\theta=1", "x=-5, p=\\frac{14}{3}": no named order, the written one

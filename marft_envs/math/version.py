@@ -8,5 +8,5 @@ the equivalence cascade, tolerances, time limits, or the pinned version of a gra
 the same way keep the version.
 """
 
-# math-9: the rules of the adversarial review of math-8 (docs/math_verifier.md, "Adversarial review").
+# math-9: the rules of the adversarial review of math-8 (docs/math_verifier.md).
 GRADER_VERSION = "math-9"
