@@ -332,12 +332,23 @@ def _mixed_number(m: re.Match) -> str:
 
 
 # Circled numbers (exam choices "①④", "②③"): a run of them is a list of numbers.
-_CIRCLED = re.compile("[\u2460-\u2473]")
-_CIRCLED_RUN = re.compile("[\u2460-\u2473](?:[\\s,、，]*[\u2460-\u2473])*")
+_CIRCLED = re.compile("[\u2460-\u2473\u24ea]")
+_CIRCLED_RUN = re.compile("[\u2460-\u2473\u24ea](?:[\\s,、，]*[\u2460-\u2473\u24ea])*")
+# Circled numbers are choice labels, not numbers: in arithmetic they are no values (math-9).
+_CIRCLED_ARITHMETIC = re.compile(
+    "[\u2460-\u2473\u24ea]\\s*[-+*/×÷^=]|[-+*/×÷^=]\\s*[\u2460-\u2473\u24ea]"
+)
+
+
+def _circled_number(c: str) -> str:
+    return "0" if c == "\u24ea" else str(ord(c) - 0x2460 + 1)
 
 
 def _circled_list(m: re.Match) -> str:
-    return ", ".join(str(ord(c) - 0x2460 + 1) for c in _CIRCLED.findall(m.group()))
+    """A run of circled choices: the set of their numbers (math-9: a set, unordered, so
+    ``②③`` is no ordered pair ``(2, 3)``; ``①⓪`` is choices 1 and 0, not ``⑩``)."""
+    numbers = [_circled_number(c) for c in _CIRCLED.findall(m.group())]
+    return numbers[0] if len(numbers) == 1 else "\\{" + ", ".join(numbers) + "\\}"
 
 
 _RELATION_OP = re.compile(
@@ -468,6 +479,8 @@ def normalize(answer: str) -> str:
         if k in s:
             s = s.replace(k, v)
     if _CIRCLED.search(s):
+        if _CIRCLED_ARITHMETIC.search(s):
+            return s.strip()  # "①+④": labels in a sum, no number (math-9)
         s = _CIRCLED_RUN.sub(_circled_list, s)  # before NFKC, which glues "①④" into "14"
     s = unicodedata.normalize("NFKC", s)
     if "\\\\" in s:

@@ -309,3 +309,25 @@ def test_assignments_by_position_and_systems_differ(ref, pred):
 )
 def test_assignments_equal(ref, pred):
     assert _equal(pred, ref)
+
+
+# Circled numbers are choice labels: a run is a set of choices (no ordered pair), no number in
+# arithmetic, and ⓪ is choice 0 (not part of ⑩).
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("②③", "(2, 3)"),
+        ("5", "①+④"),
+        ("⑩", "①⓪"),
+    ],
+)
+def test_circled_numbers_differ(ref, pred):
+    assert not _equal(pred, ref)
+
+
+@pytest.mark.parametrize(
+    "ref, pred",
+    [("1, 4", "①④"), ("2, 3", "②、③"), ("10", "⑩"), ("2", "\\boxed{②}")],
+)
+def test_circled_numbers_equal(ref, pred):
+    assert _equal(pred, ref)

@@ -75,7 +75,7 @@ def test_labelled_lists_and_or_spans_are_extracted():
 
 
 def test_normal_forms():
-    assert normalize("①④") == "1,4"
+    assert normalize("①④") == "\\{1,4\\}"  # a set of choices (math-9)
     assert normalize("x < -2 \\text{ or } x > 2") == "x<-2\\cup x>2"
     assert normalize("x = 1 or x = 2") == "x=1,x=2"  # equations: a list, as before
     assert normalize("\\{1,2\\}") == "\\{1,2\\}"
