@@ -389,6 +389,17 @@ _INTEGER_NOTE = re.compile(  # one \\s* between tokens: no backtracking blow-up 
 _INEQUALITY = re.compile(r"[<>≤≥≠]|\\(?:le|ge|leq|geq|leqslant|geqslant|lt|gt|ne|neq)(?![A-Za-z])")
 
 
+def _relation_variable(value: str, letter: str) -> bool:
+    """Whether ``letter`` is the variable of the relation ``value`` (a side of its own, or the
+    relation's only letter: ``x > 0``, ``1 \\le x \\le 5``, ``2x+1 > 0``), not a parameter in
+    it (``x \\ne \\frac{\\pi}{2} + k\\pi``)."""
+    if not _INEQUALITY.search(value):
+        return False
+    sides = [p.strip(" ,") for p in _INEQUALITY.split(value)]
+    names = set(re.findall(r"(?<![\\A-Za-z])[A-Za-z](?![A-Za-z])", value))
+    return letter in sides or names == {letter}
+
+
 def _drop_integer_note(s: str) -> str:
     """``x = 2k\\pi, k \\in \\mathbb{Z}`` -> ``x = 2k\\pi``: the family, not its parameter."""
     tail = len(s) - 80 if len(s) > 80 else 0  # the note ends the answer: read only its tail
@@ -398,7 +409,7 @@ def _drop_integer_note(s: str) -> str:
     value, letter = s[: m.start()], m.group(1)
     if not re.search(rf"(?<![\\A-Za-z]){letter}(?![A-Za-z])", value):
         return s
-    if _INEQUALITY.search(value) or re.match(rf"\s*{letter}\s*=", value):
+    if _relation_variable(value, letter) or re.match(rf"\s*{letter}\s*=", value):
         # "x > 0, x \\in \\mathbb{Z}": the note restricts the variable of a relation (or of
         # "x = ..."), a set of integers, not a parameter of a value (math-9): kept, written
         # one way ("x > 0 for x is an integer" is "x > 0, x \\in \\mathbb{Z}")

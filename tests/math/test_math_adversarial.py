@@ -140,6 +140,7 @@ def test_integer_note_on_a_relation_differs(ref, pred):
     [
         ("x=2k\\pi", "x=2k\\pi, k \\in \\mathbb{Z}"),
         ("x \\ge 1, x \\in \\mathbb{Z}", "x \\ge 1, \\text{ where } x \\text{ is an integer}"),
+        ("x \\ne \\frac{\\pi}{2}+k\\pi", "x \\ne \\frac{\\pi}{2}+k\\pi, k \\in \\mathbb{Z}"),  # k: a parameter
     ],
 )
 def test_integer_note_equal(ref, pred):
