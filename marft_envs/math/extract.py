@@ -301,9 +301,9 @@ def _answer_after(rest: str, config: ExtractionConfig) -> str | None:
     # A sentence ("The volume of $ABCD$ is 120", "Janeth aura encore 220 $ à payer d'ici 12
     # mois"): its first number, else its last math span.
     plain = _MATH_SEGMENT.sub(_blank, line)
-    stated = number_words(plain)
+    stated = number_words(plain) if _RESTATED.search(plain) else None
     if stated is not None and "," not in stated:
-        # "4 squared which is sixteen": the value the sentence ends on (math-9)
+        # "4 squared which is sixteen": the value its calculation is restated as (math-9)
         return stated
     chain = _CHAIN.search(plain)
     if chain:  # "100 + 18 = 28 pairs": the value the calculation reaches
@@ -391,6 +391,13 @@ def _number(words: list[str], i: int) -> tuple[int, int] | None:
             if nxt is None or nxt[0] == 0:
                 return total, i
             return total + nxt[0], nxt[1]
+
+
+# A calculation restated at a sentence's end in words ("4 squared which is sixteen").
+_RESTATED = re.compile(
+    rf"\b(?:which|that)\s+(?:is|equals)\s+(?:(?:{_NUMBER_WORD})(?:[\s-]+(?:and\s+)?)?)+[\s.!]*$",
+    re.IGNORECASE,
+)
 
 
 def number_words(sentence: str) -> str | None:

@@ -78,6 +78,13 @@ def test_number_grammar(words, value):
     assert number_words(words) == value
 
 
+def test_a_first_stated_number_is_kept():
+    from marft_envs.math import extract
+
+    # only a restatement ("which is sixteen") replaces the sentence's first number
+    assert extract("The answer is 5, and the remainder is two.").answer == "5"
+
+
 # 3. A sentence reference's one formula is its answer only when it is the stated value (after
 # is/are/=/":") and no number stands outside it.
 @pytest.mark.parametrize(
