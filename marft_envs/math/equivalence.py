@@ -633,6 +633,45 @@ def _scaled_relation(p: st.Relation, r: st.Relation) -> bool | None:
 
 
 _LATIN_NAME = re.compile(r"([A-Za-z])(?:_\{?(\d+)\}?)?")
+# Greek names in their alphabet's order (math-10: "\beta=1, \alpha=2" is (2, 1)).
+_GREEK = (
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "omicron",
+    "pi",
+    "rho",
+    "sigma",
+    "tau",
+    "upsilon",
+    "phi",
+    "chi",
+    "psi",
+    "omega",
+)
+_GREEK_NAME = re.compile(r"\\(?:var)?(" + "|".join(_GREEK) + r")(?:_\{?(\d+)\}?)?")
+
+
+def _name_key(name: str) -> tuple[int, int, int] | None:
+    """(alphabet, place, index) of a one-letter name, Latin or Greek; None for another name."""
+    m = _LATIN_NAME.fullmatch(name)
+    if m is not None:
+        return 0, ord(m[1]), int(m[2] or 0)
+    m = _GREEK_NAME.fullmatch(name)
+    if m is not None:
+        return 1, _GREEK.index(m[1]), int(m[2] or 0)
+    return None
 
 
 def _assignment_values(x) -> tuple | None:
@@ -646,17 +685,30 @@ def _assignment_values(x) -> tuple | None:
     names = [i.var for i in x.items]
     if len(set(names)) != len(names):
         return None  # "x=2, x=-2": solutions of one variable, a set
-    found = [_LATIN_NAME.fullmatch(n.replace(" ", "")) for n in names]
-    keys = [(m[1], int(m[2] or 0)) for m in found if m is not None]
+    keys = [k for k in (_name_key(n.replace(" ", "")) for n in names) if k is not None]
     ordered = sorted(keys)
-    letters = [ord(k[0]) for k in ordered]
-    run = all(b - a == 1 for a, b in pairwise(letters)) and not any(k[1] for k in ordered)
+    letters = [k[:2] for k in ordered]
+    run = (
+        len({k[0] for k in ordered}) == 1
+        and all(b[1] - a[1] == 1 for a, b in pairwise(letters))
+        and not any(k[2] for k in ordered)
+    )
     indexed = len(set(letters)) == 1  # x_1, x_2, ...
     if len(keys) != len(names) or not (run or indexed):
         # "r=2, \\theta=1", "x=-5, p=\\frac{14}{3}": no named order, the written one
         return tuple(i.value for i in x.items)
     order = sorted(range(len(names)), key=lambda k: keys[k])
     return tuple(x.items[k].value for k in order)
+
+
+def _solutions_of_one_variable(bag: st.Bag) -> bool:
+    """``x=1, x=2`` (also ``x=1 or x=2``): solutions of one variable, a set (math-10)."""
+    items = bag.items
+    return (
+        len(items) > 1
+        and all(type(i) is st.Assign for i in items)
+        and len({i.var for i in items}) == 1
+    )
 
 
 def _by_name(p, r, judge) -> Outcome | None:
@@ -752,9 +804,11 @@ def compare(p, r, judge) -> Outcome:
         outcome = _all(((item, leaf) for item in bag.items), judge)
         return outcome if outcome[0] is not False else (False, EXACT)
     if {tp, tr} == {st.Seq, st.Bag}:
-        seq = p if tp is st.Seq else r
+        seq, bag = (p, r) if tp is st.Seq else (r, p)
         if (seq.open, seq.close) != ("(", ")") or len(p.items) != len(r.items):
             return False, EXACT
+        if _solutions_of_one_variable(bag):
+            return False, EXACT  # "x=1, x=2" is a set of solutions, never the tuple (1, 2)
         return _all(zip(p.items, r.items, strict=True), judge)  # a bare list read as a tuple
     unordered = (st.Bag, st.SetOf)
     if tp in unordered and tr in unordered:

@@ -334,9 +334,11 @@ def _mixed_number(m: re.Match) -> str:
 # Circled numbers (exam choices "①④", "②③"): a run of them is a list of numbers.
 _CIRCLED = re.compile("[\u2460-\u2473\u24ea]")
 _CIRCLED_RUN = re.compile("[\u2460-\u2473\u24ea](?:[\\s,、，]*[\u2460-\u2473\u24ea])*")
-# Circled numbers are choice labels, not numbers: in arithmetic they are no values (math-9).
+# Circled numbers are choice labels, not numbers: in arithmetic they are no values (math-9;
+# math-10 also next to \times, \cdot, \div, which _UNICODE writes for ×, ·, ÷).
+_CIRCLED_OP = r"(?:[-+*/×÷·^=]|\\(?:times|cdot|div|ast)(?![A-Za-z]))"
 _CIRCLED_ARITHMETIC = re.compile(
-    "[\u2460-\u2473\u24ea]\\s*[-+*/×÷^=]|[-+*/×÷^=]\\s*[\u2460-\u2473\u24ea]"
+    "[\u2460-\u2473\u24ea]\\s*" + _CIRCLED_OP + "|" + _CIRCLED_OP + "\\s*[\u2460-\u2473\u24ea]"
 )
 
 

@@ -30,7 +30,7 @@ from .extract import (
     math_segment_count,
 )
 from .normalize import normalize, strip_units
-from .structure import Bag, Relation, Union, parse_answer
+from .structure import Assign, Bag, Relation, Union, parse_answer
 from .version import GRADER_VERSION
 from .worker import WorkerError, WorkerTimeout, get_pool
 
@@ -113,11 +113,40 @@ def reference_answer(reference: str, config: ExtractionConfig = DEFAULT_CONFIG) 
         # "the solution to the problem is $m \\in [\\sqrt{2}, +\\infty)$": the one formula
         # of a sentence is what it states (math-7), when it is the stated value (math-9)
         found = extract(reference, replace(config, last_number=False, bare=False))
+    if found.answer is None and math_segment_count(reference) > 1:
+        # "The solution is $x = 4$ when $y = 2$.": a sentence with several formulas and no
+        # stated answer is never read by its last number (math-10); its stated span (after
+        # is/ist/es/...) is the answer, else it stays an unread sentence (text).
+        return _stated_span(reference) or "\\text{" + _MATH_SEGMENT.sub(_span_text, reference) + "}"
     return found.answer or reference
 
 
 # What precedes a sentence's stated value: "is", "are", "equals", "=", ":".
 _STATED_BY = re.compile(r"(?:\b(?:is|are|was|were|equals?)|=|:)\s*$", re.IGNORECASE)
+# The same in the sentences of other languages (math-10): German ist/sind, Spanish es/son,
+# French est/sont.
+_STATED_BY_ANY = re.compile(
+    r"(?:\b(?:is|are|was|were|equals?|ist|sind|es|son|est|sont)|=|:)\s*$", re.IGNORECASE
+)
+
+
+def _span_text(m: re.Match) -> str:
+    return next(g for g in m.groups() if g is not None).replace("{", " ").replace("}", " ")
+
+
+def _stated_span(sentence: str) -> str | None:
+    """The one formula of a sentence with several that follows its "is"/"ist"/"es"/"="/":"
+    ("The solution is $x = 4$ when $y = 2$." -> ``x = 4``); None when none or more than one
+    does (math-10)."""
+    stated = [
+        m
+        for m in _MATH_SEGMENT.finditer(sentence)
+        if _STATED_BY_ANY.search(sentence[: m.start()].rstrip())
+        and not _MATH_SEGMENT.search(sentence[: m.start()])
+    ]
+    if len(stated) != 1:
+        return None
+    return next(g for g in stated[0].groups() if g is not None).strip()
 
 
 def _states_span(sentence: str) -> bool:
@@ -149,6 +178,35 @@ def _system_against_union(answer: str, pred: str, ref_text: str, ref: str) -> bo
         _AND_JOINED.search(ref_text) is not None
         and _relations_of(r, Bag)
         and _relations_of(p, Union)
+    )
+
+
+# "or" between items: "x=1 \\text{ or } y=2", "x=1 or y=2".
+_OR_JOINED = re.compile(r"\\text\s*\{\s*,?\s*or\s*\}|(?<![A-Za-z])or(?![A-Za-z])")
+
+
+def _assignments_to_several(shape: object) -> bool:
+    items = getattr(shape, "items", ())
+    return (
+        type(shape) is Bag
+        and len(items) > 1
+        and all(type(i) is Assign for i in items)
+        and len({i.var for i in items}) > 1
+    )
+
+
+def _or_of_variables(answer: str, pred: str, ref_text: str, ref: str) -> bool:
+    """Whether one side joins equations in different variables by "or" and the other is no
+    such list (math-10: "x=1 or y=2" is no point (1, 2))."""
+    p, r = parse_answer(pred), parse_answer(ref)
+    return (
+        _OR_JOINED.search(answer) is not None
+        and _assignments_to_several(p)
+        and not _assignments_to_several(r)
+    ) or (
+        _OR_JOINED.search(ref_text) is not None
+        and _assignments_to_several(r)
+        and not _assignments_to_several(p)
     )
 
 
@@ -219,7 +277,9 @@ def _fast(prediction: Any, reference: Any, config: ExtractionConfig) -> Verdict 
             pred = strip_units(pred)  # "5cm" for 5; "3s" could be 3*s against a letter answer
         if not pred:
             return _verdict(start, False, answer, "no_answer", source, normalized=pred)
-        if _system_against_union(answer, pred, ref_text, ref):
+        if _system_against_union(answer, pred, ref_text, ref) or _or_of_variables(
+            answer, pred, ref_text, ref
+        ):
             return _verdict(
                 start,
                 False,

@@ -9,4 +9,7 @@ the same way keep the version.
 """
 
 # math-9: the rules of the adversarial review of math-8 (docs/math_verifier.md).
-GRADER_VERSION = "math-9"
+# math-10: the rules of the second adversarial review (circled choices in products, sentence
+# references with several formulas, one variable's solutions vs a tuple, "or" of equations in
+# two variables, Greek names in alphabet order).
+GRADER_VERSION = "math-10"

@@ -339,3 +339,48 @@ def test_circled_numbers_differ(ref, pred):
 )
 def test_circled_numbers_equal(ref, pred):
     assert _equal(pred, ref)
+
+
+# From the second adversarial review (of math-9; math-10 rules): circled choices next to any
+# product or quotient, a sentence reference with several formulas, solutions of one variable
+# against a tuple, "or" between equations in two variables, Greek names in alphabet order.
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("6", "②×③"),
+        ("6", "② \\times ③"),
+        ("6", "②\\cdot③"),
+        ("6", "②*③"),
+        ("1", "③/③"),
+        ("1", "③ \\div ③"),
+        ("The solution is $x = 4$ when $y = 2$.", "2"),
+        ("La solución es $x = 4$ cuando $y = 2$.", "2"),
+        ("Die Lösung ist $x = 4$ wenn $y = 2$.", "2"),
+        ("The value is 5 when $x=1$ and $y=2$.", "2"),
+        ("(1,2)", "x=1, x=2"),
+        ("(1,2)", "x=1 \\text{ or } x=2"),
+        ("(2,1)", "x=1, x=2"),
+        ("(1, 2)", "x=1 \\text{ or } y=2"),
+        ("(1, 2)", "x=1 or y=2"),
+        ("(1, 2)", "\\beta=1, \\alpha=2"),
+    ],
+)
+def test_second_review_differs(ref, pred):
+    assert not _equal(pred, ref)
+
+
+@pytest.mark.parametrize(
+    "ref, pred",
+    [
+        ("2, 3", "②、③"),
+        ("The solution is $x = 4$ when $y = 2$.", "x=4"),
+        ("Die Lösung ist $x = 4$ wenn $y = 2$.", "4"),
+        ("1, 2", "x=1, x=2"),
+        ("1, 2", "x=1 \\text{ or } x=2"),
+        ("(1, 2)", "x=1, y=2"),
+        ("(1, 2)", "\\alpha=1, \\beta=2"),
+        ("(2, 1)", "\\beta=1, \\alpha=2"),
+    ],
+)
+def test_second_review_equal(ref, pred):
+    assert _equal(pred, ref)
