@@ -218,7 +218,9 @@ def last_boxed(text: str) -> str | None:
     return ", ".join(items) if items else None
 
 
-_MATH_SEGMENT = re.compile(
+#: A math segment of a text: ``$$...$$``, ``$...$``, ``\\(...\\)`` or ``\\[...\\]`` (public: the
+#: verifier reads a reference sentence's formulas with it).
+MATH_SEGMENT = re.compile(
     # Inline math ($...$, \\(...\\)) stays on one line, as math-verify reads it; display math may
     # not.
     r"\$\$(.+?)\$\$|(?<![\\$])\$((?:\\\$|[^$\n])+?)(?<!\\)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]",
@@ -289,9 +291,9 @@ def _answer_after(rest: str, config: ExtractionConfig) -> str | None:
         # "Answer:\n\nRemaining = total - spent\nRemaining = 100 - 30\nRemaining = 70": the
         # block under the phrase; its last number.
         block = stripped.split("\n\n", 1)[0]
-        last = _last_match(_NUMBER, _MATH_SEGMENT.sub(_blank, block))
+        last = _last_match(_NUMBER, MATH_SEGMENT.sub(_blank, block))
         return last.group(0).replace("\u2212", "-") if last else number_words(block)
-    math = _MATH_SEGMENT.search(line[:3])
+    math = MATH_SEGMENT.search(line[:3])
     if math:
         return next(g for g in math.groups() if g is not None).strip() or None
     line = re.split(r"(?<!\d)\.(?:\s|$)|\.\s|。|(?<=\d)\.$", line, maxsplit=1)[0]
@@ -300,7 +302,7 @@ def _answer_after(rest: str, config: ExtractionConfig) -> str | None:
         return line or None
     # A sentence ("The volume of $ABCD$ is 120", "Janeth aura encore 220 $ à payer d'ici 12
     # mois"): its first number, else its last math span.
-    plain = _MATH_SEGMENT.sub(_blank, line)
+    plain = MATH_SEGMENT.sub(_blank, line)
     stated = number_words(plain) if _RESTATED.search(plain) else None
     if stated is not None and "," not in stated:
         # "4 squared which is sixteen": the value its calculation is restated as (math-9)
@@ -437,7 +439,7 @@ def _span_run(rest: str) -> str | None:
     joiners = []
     pos = 0
     for _ in range(6):
-        math = _MATH_SEGMENT.match(rest, pos)
+        math = MATH_SEGMENT.match(rest, pos)
         if not math:
             break
         items.append(_span_text(math))
@@ -529,7 +531,7 @@ _LONE_OR = re.compile(r"(?<=[\w}$)\]])\s*或\s*(?=[\w\\$(\[-])")
 
 def math_segment_count(text: str) -> int:
     """How many math segments (dollar-delimited, ``\\(...\\)``, ``\\[...\\]``) ``text`` holds."""
-    return len(_MATH_SEGMENT.findall(text))
+    return len(MATH_SEGMENT.findall(text))
 
 
 def is_bare_answer(text: str) -> bool:
@@ -552,7 +554,7 @@ _CALL = re.compile(
 
 def _last_span_or_number(text: str, config: ExtractionConfig) -> Extraction:
     # Spans that are prose ("how many $? just about 1$") are not answers; numbers in them are.
-    spans = [m for m in _MATH_SEGMENT.finditer(text) if config.math_span and _span_is_math(m)]
+    spans = [m for m in MATH_SEGMENT.finditer(text) if config.math_span and _span_is_math(m)]
     span = spans[-1] if spans else None
     number = None
     if config.last_number:

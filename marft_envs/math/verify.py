@@ -20,8 +20,8 @@ from ..verdict import Verdict
 from .conventions import equal_by_convention
 from .equivalence import NUMERIC, UNDECIDED_METHODS, fast_compare, full_compare
 from .extract import (
-    _MATH_SEGMENT,
     DEFAULT_CONFIG,
+    MATH_SEGMENT,
     ExtractionConfig,
     extract,
     is_bare_answer,
@@ -117,7 +117,7 @@ def reference_answer(reference: str, config: ExtractionConfig = DEFAULT_CONFIG) 
         # "The solution is $x = 4$ when $y = 2$.": a sentence with several formulas and no
         # stated answer is never read by its last number (math-10); its stated span (after
         # is/ist/es/...) is the answer, else it stays an unread sentence (text).
-        return _stated_span(reference) or "\\text{" + _MATH_SEGMENT.sub(_span_text, reference) + "}"
+        return _stated_span(reference) or "\\text{" + MATH_SEGMENT.sub(_span_text, reference) + "}"
     return found.answer or reference
 
 
@@ -140,9 +140,9 @@ def _stated_span(sentence: str) -> str | None:
     does (math-10)."""
     stated = [
         m
-        for m in _MATH_SEGMENT.finditer(sentence)
+        for m in MATH_SEGMENT.finditer(sentence)
         if _STATED_BY_ANY.search(sentence[: m.start()].rstrip())
-        and not _MATH_SEGMENT.search(sentence[: m.start()])
+        and not MATH_SEGMENT.search(sentence[: m.start()])
     ]
     if len(stated) != 1:
         return None
@@ -153,7 +153,7 @@ def _states_span(sentence: str) -> bool:
     """Whether the one math span of ``sentence`` is its stated value (math-9): it follows
     "is"/"are"/"="/":", and no number stands outside it ("When $n=3$, the value is 10." and
     "The largest $n$ is 21." state 10 and 21, not their formula)."""
-    m = _MATH_SEGMENT.search(sentence)
+    m = MATH_SEGMENT.search(sentence)
     if m is None or not _STATED_BY.search(sentence[: m.start()]):
         return False
     return not re.search(r"\d", sentence[: m.start()] + sentence[m.end() :])
